@@ -1,0 +1,169 @@
+//! The emitter: what the drop-in `nvtx_utils.h` functions do on ROCm.
+//!
+//! Owns the emission latch ([`emission_enabled`]), the domain sentinel, the dual push (host
+//! AnnotationStack first, then roctx), naming, RegisterString's pool ([`intern`]) and the
+//! annotation object. It never records or exports anything itself, and it never links roctx:
+//! [`crate::ffi::roctx`] binds it at run time, and a missing library only means ranges reach
+//! AnnotationStack alone.
+//!
+//! Hot path (`range_push`/`range_pop`): one relaxed-or-acquire load per stack, no allocation,
+//! no lock, no syscall.
+#![deny(unsafe_code)]
+
+mod config;
+pub mod intern;
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+
+pub use config::emission_enabled;
+
+use crate::ffi::host;
+use crate::ffi::roctx;
+
+/// What DefaultProfilerDomain returns when enabled: a stable address, never dereferenced and
+/// never passed to roctx.
+static DOMAIN_SENTINEL: u8 = 0;
+
+/// The domain as an opaque address: non-null iff emission is enabled, stable for the process.
+pub fn domain() -> *const u8 {
+    if emission_enabled() {
+        &DOMAIN_SENTINEL
+    } else {
+        std::ptr::null()
+    }
+}
+
+/// Opens a range named `text` on the calling thread: into the host's AnnotationStack when it is
+/// enabled, then into roctx when a library is bound. Whatever the domain: that is the caller's
+/// routing decision (ScopedAnnotation), not ours.
+#[inline]
+pub fn range_push(text: &CStr) {
+    if host::annotation_stack_enabled() {
+        host::annotation_stack_push(text.to_bytes());
+    }
+    if let Some(api) = roctx::api() {
+        api.range_push(text);
+    }
+}
+
+/// Closes the calling thread's innermost range on both stacks. AnnotationStack may have been
+/// toggled since the push; that is harmless, because a toggle wipes the thread's stack and an
+/// unmatched pop finds it empty.
+#[inline]
+pub fn range_pop() {
+    if host::annotation_stack_enabled() {
+        host::annotation_stack_pop();
+    }
+    if let Some(api) = roctx::api() {
+        api.range_pop();
+    }
+}
+
+/// `text` as a C string, or `""` for null: a null title still opens a range, so that the
+/// matching pop stays balanced.
+pub fn text_or_empty<'a>(text: Option<&'a CStr>) -> &'a CStr {
+    text.unwrap_or(c"")
+}
+
+/// Names the calling OS thread (roctxNameOsThread). Ungated, as upstream: names are cheap and
+/// useful to external tools even with emission off.
+pub fn name_current_thread(name: &[u8]) {
+    if let Some(api) = roctx::api() {
+        api.name_os_thread(&c_string(name));
+    }
+}
+
+/// Names a HIP device ordinal (roctxNameHipDevice).
+pub fn name_device(device_id: i32, name: &[u8]) {
+    if let Some(api) = roctx::api() {
+        api.name_hip_device(&c_string(name), device_id);
+    }
+}
+
+static NULL_STREAMS: AtomicU64 = AtomicU64::new(0);
+static NULL_STREAM_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Names a HIP stream (roctxNameHipStream). A null stream is the caller's bug: it is reported
+/// once, counted, and not passed on (roctx would attach the name to the default stream).
+pub fn name_stream(stream: usize, name: &[u8]) {
+    if stream == 0 {
+        NULL_STREAMS.fetch_add(1, Ordering::Relaxed);
+        crate::log::warn_once!(
+            NULL_STREAM_WARNED,
+            "NameStream({:?}) was given a null stream; pass a valid hipStream_t. The name is not forwarded to roctx.",
+            String::from_utf8_lossy(name)
+        );
+        return;
+    }
+    if let Some(api) = roctx::api() {
+        api.name_hip_stream(&c_string(name), stream);
+    }
+}
+
+/// NameStream calls that were dropped for a null stream.
+pub fn null_streams() -> u64 {
+    NULL_STREAMS.load(Ordering::Relaxed)
+}
+
+/// The bytes up to the first NUL, NUL-terminated.
+fn c_string(bytes: &[u8]) -> std::ffi::CString {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    std::ffi::CString::new(&bytes[..end]).unwrap_or_default()
+}
+
+/// Where an [`Annotation`] pushed, so its single pop goes to the same place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Route {
+    Nowhere = 0,
+    Range = 1,
+    Stack = 2,
+    Stopped = 3,
+}
+
+/// An annotation opened by a host that cannot use a C++ scope: pushed on creation, popped by the
+/// first [`Annotation::stop`] only. Routed like ScopedAnnotation: a non-null domain means
+/// [`range_push`] (AnnotationStack and roctx), otherwise AnnotationStack alone if enabled.
+#[derive(Debug)]
+pub struct Annotation {
+    route: AtomicU8,
+}
+
+impl Annotation {
+    /// Pushes `name` and returns the open annotation.
+    pub fn open(name: &CStr) -> Annotation {
+        let route = if emission_enabled() {
+            range_push(name);
+            Route::Range
+        } else if host::annotation_stack_enabled() {
+            host::annotation_stack_push(name.to_bytes());
+            Route::Stack
+        } else {
+            Route::Nowhere
+        };
+        Annotation { route: AtomicU8::new(route as u8) }
+    }
+
+    /// Pops if still open; every later call is a no-op. Returns whether this call stopped it.
+    pub fn stop(&self) -> bool {
+        let previous = self.route.swap(Route::Stopped as u8, Ordering::AcqRel);
+        match previous {
+            p if p == Route::Range as u8 => range_pop(),
+            // As ScopedAnnotation's PopAnnotation: re-check, the stack may have been disabled.
+            p if p == Route::Stack as u8 => {
+                if host::annotation_stack_enabled() {
+                    host::annotation_stack_pop();
+                }
+            }
+            _ => {}
+        }
+        previous != Route::Stopped as u8
+    }
+}
+
+impl Drop for Annotation {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,132 @@
+//! The one cxx bridge: the drop-in `tsl::profiler` functions, exported under their upstream
+//! C++ names, and the host AnnotationStack shim they call back into.
+//!
+//! The bridge includes only `roctx_types.h` (types, no functions): cxx declares every exported
+//! function `noexcept`, the public header does not, and the two must not meet in one
+//! translation unit. Signatures cxx cannot express (`const void*`) are defined by the C++
+//! forwarders in `cc/forwarders.cc`, which call the `roctx_utils::bridge` functions below.
+#![allow(unsafe_op_in_unsafe_fn, missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::{c_char, CStr};
+
+use super::guard;
+use crate::emitter;
+
+#[cxx::bridge(namespace = "tsl::profiler")]
+pub mod ffi {
+    // Types owned by C++ (roctx_types.h): opaque, only ever behind pointers.
+    unsafe extern "C++" {
+        include!("tsl/profiler/lib/roctx_types.h");
+        type ProfilerDomain;
+        #[cxx_name = "String"]
+        type StringTarget;
+        type Stream;
+    }
+
+    // The host's AnnotationStack, through a shim compiled against whichever one
+    // //:annotation_stack selects.
+    #[namespace = "roctx_utils::host"]
+    unsafe extern "C++" {
+        include!("roctx_utils/detail/annotation_stack_shim.h");
+        fn annotation_stack_is_enabled() -> bool;
+        unsafe fn annotation_stack_push(name: *const c_char, len: usize);
+        fn annotation_stack_pop();
+    }
+
+    // The drop-in interface, under upstream's names.
+    extern "Rust" {
+        #[cxx_name = "DefaultProfilerDomain"]
+        fn default_profiler_domain() -> *mut ProfilerDomain;
+        #[cxx_name = "NameCurrentThread"]
+        fn name_current_thread(name: &CxxString);
+        #[cxx_name = "NameDevice"]
+        fn name_device(device_id: i32, device_name: &CxxString);
+        #[cxx_name = "NameStream"]
+        unsafe fn name_stream(stream: *mut Stream, stream_name: &CxxString);
+        #[cxx_name = "RegisterString"]
+        unsafe fn register_string(domain: *mut ProfilerDomain, text: &CxxString) -> *mut StringTarget;
+        #[cxx_name = "RangePop"]
+        unsafe fn range_pop(domain: *mut ProfilerDomain);
+        #[cxx_name = "RangePush"]
+        unsafe fn range_push(domain: *mut ProfilerDomain, ascii: *const c_char);
+    }
+
+    // Targets of the C++ forwarders (cc/forwarders.cc).
+    #[namespace = "roctx_utils::bridge"]
+    extern "Rust" {
+        unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget);
+        unsafe fn range_push_title_text(
+            domain: *mut ProfilerDomain,
+            title: *mut StringTarget,
+            title_text: *const c_char,
+        );
+        unsafe fn register_schema(domain: *mut ProfilerDomain) -> u64;
+        unsafe fn mark_memory_initialized(size: usize, stream: *mut Stream);
+    }
+}
+
+use ffi::{ProfilerDomain, Stream, StringTarget};
+
+fn default_profiler_domain() -> *mut ProfilerDomain {
+    guard(std::ptr::null_mut(), || emitter::domain().cast_mut().cast())
+}
+
+fn name_current_thread(name: &cxx::CxxString) {
+    guard((), || emitter::name_current_thread(name.as_bytes()))
+}
+
+fn name_device(device_id: i32, device_name: &cxx::CxxString) {
+    guard((), || emitter::name_device(device_id, device_name.as_bytes()))
+}
+
+unsafe fn name_stream(stream: *mut Stream, stream_name: &cxx::CxxString) {
+    guard((), || emitter::name_stream(stream as usize, stream_name.as_bytes()))
+}
+
+unsafe fn register_string(_domain: *mut ProfilerDomain, text: &cxx::CxxString) -> *mut StringTarget {
+    guard(std::ptr::null_mut(), || emitter::intern::register(text.as_bytes()).cast_mut().cast())
+}
+
+unsafe fn range_pop(_domain: *mut ProfilerDomain) {
+    guard((), emitter::range_pop)
+}
+
+/// `ptr` as a C string; null reads as absent.
+///
+/// # Safety
+/// A non-null `ptr` must point at a NUL-terminated string valid for the call.
+unsafe fn c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: per this function's contract.
+    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
+}
+
+unsafe fn range_push(_domain: *mut ProfilerDomain, ascii: *const c_char) {
+    // SAFETY: the interface requires `ascii` to be null or a C string valid for the call.
+    guard((), || emitter::range_push(emitter::text_or_empty(unsafe { c_str(ascii) })))
+}
+
+unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget) {
+    // SAFETY: a non-null title is a handle from our RegisterString: a NUL-terminated string that
+    // lives for the process.
+    unsafe { range_push(domain, title.cast_const().cast()) }
+}
+
+unsafe fn range_push_title_text(
+    domain: *mut ProfilerDomain,
+    title: *mut StringTarget,
+    title_text: *const c_char,
+) {
+    // The R3 contract: title_text is the registered string, alive for the call; prefer it and
+    // fall back to the handle's own text.
+    let text = if title_text.is_null() { title.cast_const().cast() } else { title_text };
+    // SAFETY: see range_push_title and the contract above.
+    unsafe { range_push(domain, text) }
+}
+
+unsafe fn register_schema(_domain: *mut ProfilerDomain) -> u64 {
+    0 // roctx has no structured payloads
+}
+
+unsafe fn mark_memory_initialized(_size: usize, _stream: *mut Stream) {
+    // CUDA compute-sanitizer initcheck workaround; ROCm has no equivalent tool.
+}
