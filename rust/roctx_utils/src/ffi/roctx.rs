@@ -159,7 +159,12 @@ fn load() -> Option<Roctx> {
                 }
                 return Some(roctx);
             }
-            Err(why) => tried.push(format!("{location}: {why}")),
+            Err(Refusal::Unusable(why)) => tried.push(format!("{location}: {why}")),
+            Err(Refusal::WouldAbort(why)) => {
+                // Not a search miss: the user's environment asks for a tool that cannot load.
+                crate::log::warn(format_args!("skipped librocprofiler-sdk-roctx at {location}: {why}"));
+                tried.push(format!("{location}: skipped, see the warning above"));
+            }
         }
     }
     crate::log::warn(format_args!(
@@ -171,11 +176,25 @@ fn load() -> Option<Roctx> {
     None
 }
 
-fn bind(location: &str) -> Result<Roctx, String> {
+/// Why a candidate was not bound.
+enum Refusal {
+    /// Not there, or not a roctx library.
+    Unusable(String),
+    /// A roctx that registers with rocprofiler-register, in an environment where that aborts.
+    WouldAbort(String),
+}
+
+impl From<&str> for Refusal {
+    fn from(why: &str) -> Refusal {
+        Refusal::Unusable(why.to_owned())
+    }
+}
+
+fn bind(location: &str) -> Result<Roctx, Refusal> {
     // SAFETY: loading a shared object runs its constructors; roctx's (either flavor) only set up
     // local bookkeeping and need no GPU (rocprofiler_abi.md 2.2). RTLD_LOCAL keeps our copy from
     // interposing anyone else's symbols.
-    let library = unsafe { Library::open(Some(location), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| short_error(&e))?;
+    let library = unsafe { Library::open(Some(location), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| Refusal::Unusable(short_error(&e)))?;
     // SAFETY (all `sym` calls): each type matches roctx.h's C signature for that name.
     let push: PushFn = unsafe { sym(&library, b"roctxRangePushA\0") }.ok_or("no roctxRangePushA")?;
     let pop: PopFn = unsafe { sym(&library, b"roctxRangePop\0") }.ok_or("no roctxRangePop")?;
@@ -183,7 +202,7 @@ fn bind(location: &str) -> Result<Roctx, String> {
     let legacy = !registers && unsafe { sym::<unsafe extern "C" fn() -> u32>(&library, b"roctx_version_major\0") }.is_some();
     if registers {
         if let Some(why) = register_would_abort() {
-            return Err(why);
+            return Err(Refusal::WouldAbort(why));
         }
     }
     Ok(Roctx {
@@ -259,7 +278,7 @@ fn register_would_abort() -> Option<String> {
         }
     }
     Some(format!(
-        "skipped: {reason}, so its first call would make rocprofiler-register look for \
+        "{reason}, so its first call would make rocprofiler-register look for \
          rocprofiler-sdk, and {sdk} cannot be loaded, which aborts the process (unset the \
          variable, or point ROCPROFILER_REGISTER_LIBRARY at librocprofiler-sdk.so.N)"
     ))

@@ -1,0 +1,270 @@
+#!/bin/bash
+# The project's one test command (CI runs it through .ci/run).
+#
+#   1. installs the Debian packages the offline Bazel 4.2.3 build needs, only if one is missing;
+#   2. cargo test --locked in rust/ (the Rust workspace);
+#   3. bazel-4 test //... with --config=rocm (Rust implementation), then without (stub; the
+#      rocm-only tests are SKIPPED there), then bazel-4 shutdown.
+#
+# The CI harness cannot read Bazel's "Executed N out of M tests" summary, so this script counts
+# test *cases* itself and ends with exactly one line "N passed, M failed". Bazel cases come from
+# each test target's googletest XML (bazel-testlogs/<pkg>/<target>/test.xml), read right after
+# the run that produced it: both configurations write to the same testlogs directory, so the
+# second run overwrites the first one's files.
+#
+# Works as root on a fresh Debian 12 machine with only rustup (in ~/.cargo/bin) and python3.
+# Exit status: non-zero if any case failed or if nothing at all was counted.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+
+export DEBIAN_FRONTEND=noninteractive
+APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev)
+BAZEL=bazel-4  # never the /usr/bin/bazel wrapper: it trips over .bazelversion files
+
+# rustup installs into ~/.cargo/bin, which a non-login CI shell may not have on PATH.
+if ! command -v cargo >/dev/null 2>&1; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+TMPDIR_TESTS=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_TESTS"' EXIT
+
+total_passed=0
+total_failed=0
+SUMMARY=()  # one line per section, printed at the end
+
+record() {  # record SECTION PASSED FAILED [NOTE]
+  total_passed=$((total_passed + $2))
+  total_failed=$((total_failed + $3))
+  SUMMARY+=("$(printf '%-28s %5d passed, %5d failed%s' "$1:" "$2" "$3" "${4:+  ($4)}")")
+}
+
+finish() {
+  echo
+  echo "==================== summary ===================="
+  local line
+  for line in "${SUMMARY[@]}"; do echo "$line"; done
+  echo "================================================="
+  echo "$total_passed passed, $total_failed failed"
+  if [ "$total_failed" -gt 0 ]; then exit 1; fi
+  if [ $((total_passed + total_failed)) -eq 0 ]; then
+    echo "error: no test cases were counted" >&2
+    exit 1
+  fi
+  exit 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# 1. Packages: apt only when something is missing, so reruns stay offline and fast.
+# ---------------------------------------------------------------------------------------------
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "${APT_PACKAGES[@]}"; do
+    if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "==> apt packages present: ${APT_PACKAGES[*]}"
+    return 0
+  fi
+  echo "==> installing missing apt packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -q &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+if ! ensure_packages; then
+  echo "error: apt-get install failed; cannot build or test" >&2
+  record "setup (apt)" 0 1 "apt-get failed"
+  finish
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. cargo test: sum every "test result: <ok|FAILED>. N passed; M failed" line (unit tests,
+#    integration tests and doc-tests each print one).
+# ---------------------------------------------------------------------------------------------
+run_cargo() {
+  local log=$TMPDIR_TESTS/cargo.log rc p=0 f=0 np nf note=""
+  echo
+  echo "==> (cd rust && cargo test --locked)"
+  (cd rust && cargo test --locked) 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  while read -r np nf; do
+    p=$((p + np))
+    f=$((f + nf))
+  done < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" |
+    sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/p')
+  # A build error, a crashed test binary or a --locked mismatch prints no failing result line,
+  # but must still fail the run.
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+    note="cargo exited $rc with no failing result line"
+  fi
+  record "cargo test (rust/)" "$p" "$f" "$note"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3. bazel test: per test case, from each reported target's test.xml.
+# ---------------------------------------------------------------------------------------------
+# Reads a bazel test log, prints one line per test target and finally "COUNTS <passed> <failed>".
+# Args: LOG TESTLOGS_DIR START_EPOCH BAZEL_RC
+count_bazel_cases() {
+  python3 - "$@" <<'PY'
+import glob
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+log_path, testlogs, start, rc = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# "//pkg:target   (cached) PASSED in 0.1s", "//pkg:t  FAILED TO BUILD", "//pkg:t  NO STATUS",
+# "//pkg:t  FLAKY, failed in 1 out of 2 in 0.2s", "//pkg:t  SKIPPED", "@repo//pkg:t ...".
+RESULT = re.compile(
+    r"^((?:@[^/\s]*)?//[^\s:]*:\S+)\s+(\(cached\)\s+)?([A-Z][A-Z ]*[A-Z])(?=[\s,]|$)")
+RAN_OK = {"PASSED", "FLAKY"}          # the test ran and (finally) passed: count from XML
+RAN_FAILED = {"FAILED", "TIMEOUT"}    # the test ran and failed: count from XML, at least 1
+NOT_COUNTED = {"SKIPPED"}             # incompatible with this configuration
+# Anything else (FAILED TO BUILD, NO STATUS, INCOMPLETE, REMOTE FAILURE, ...) did not run in
+# this invocation, so any XML on disk is stale: 1 failure.
+
+results = {}
+with open(log_path, errors="replace") as f:
+    for raw in f:
+        m = RESULT.match(ANSI.sub("", raw.rstrip("\n")))
+        if m:
+            results[m.group(1)] = (m.group(3), bool(m.group(2)))
+
+
+def target_dir(label):
+    repo, _, rest = label.partition("//")
+    pkg, _, name = rest.partition(":")
+    parts = (["external", repo.lstrip("@")] if repo else []) + ([pkg] if pkg else []) + [name]
+    return os.path.join(testlogs, *parts)
+
+
+def xml_files(directory):
+    # Unsharded: test.xml; sharded / --runs_per_test: shard_*/test.xml, run_*/shard_*/test.xml.
+    top = os.path.join(directory, "test.xml")
+    if os.path.isfile(top):
+        return [top]
+    return sorted(glob.glob(os.path.join(directory, "*", "test.xml")) +
+                  glob.glob(os.path.join(directory, "*", "*", "test.xml")))
+
+
+def attr(element, name):
+    value = element.get(name)
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def xml_counts(path):
+    """(passed, failed, not_run) from a googletest (or Bazel fallback) JUnit XML."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+
+    def total(name):
+        # googletest puts tests/failures/errors/disabled on <testsuites>; "skipped" only on each
+        # <testsuite>. Bazel's fallback XML (test exited without writing one) has a bare
+        # <testsuites> root; then the suites are summed.
+        value = attr(root, name)
+        if value is None:
+            value = sum(attr(s, name) or 0 for s in suites)
+        return value
+
+    tests, failures, errors = total("tests"), total("failures"), total("errors")
+    not_run = total("disabled") + total("skipped")  # counted in "tests", but never passed
+    failed = failures + errors
+    return max(tests - failed - not_run, 0), failed, not_run
+
+
+passed = failed = 0
+for label in sorted(results):
+    status, cached = results[label]
+    note = ""
+    if status in NOT_COUNTED:
+        p = f = 0
+        note = "not counted"
+    elif status in RAN_OK or status in RAN_FAILED:
+        p = f = n = 0
+        usable = False
+        for path in xml_files(target_dir(label)):
+            # A result that was not "(cached)" ran now; an older XML belongs to another run.
+            if not cached and os.path.getmtime(path) < start - 2:
+                note = "stale XML ignored"
+                continue
+            try:
+                xp, xf, xn = xml_counts(path)
+            except (ET.ParseError, OSError) as e:
+                note = "unreadable XML (%s)" % e
+                continue
+            p, f, n, usable = p + xp, f + xf, n + xn, True
+        if not usable:
+            # No XML to count cases from: the target counts as a single case.
+            p, f = (1, 0) if status in RAN_OK else (0, 1)
+            note = (note + "; " if note else "") + "no usable test.xml, counted as 1 case"
+        elif status in RAN_FAILED and f == 0:
+            # E.g. a crash after googletest wrote a clean XML: the target still failed.
+            f = 1
+            note = "target failed but XML shows no failing case: counted 1 failure"
+        elif n:
+            note = "%d disabled/skipped case(s) not counted" % n
+    else:
+        p, f = 0, 1
+        note = "did not run: counted as 1 failure"
+    passed += p
+    failed += f
+    print("  %-55s %-16s %4d passed, %4d failed%s" % (
+        label, ("(cached) " if cached else "") + status, p, f, "  [%s]" % note if note else ""))
+
+# rc 0: all passed; 3: some tests failed; 4: no test targets. Anything else (1: build or
+# analysis error, 2: bad command line, 8: interrupted, ...) fails the run even without lines.
+if rc not in (0, 3, 4) and not any(
+        s not in RAN_OK and s not in NOT_COUNTED for s, _ in results.values()):
+    failed += 1
+    print("  bazel exited %d without a failing result line: counted as 1 failure" % rc)
+if not results:
+    print("  (no per-target result lines in this run)")
+print("COUNTS %d %d" % (passed, failed))
+PY
+}
+
+run_bazel() {  # run_bazel SECTION_NAME EXTRA_FLAGS...
+  local section=$1
+  shift
+  local log=$TMPDIR_TESTS/bazel.log rc start out p f testlogs
+  echo
+  echo "==> $BAZEL test //... --config=bazel4 $*"
+  start=$(date +%s)
+  "$BAZEL" test //... --config=bazel4 "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+
+  testlogs=$ROOT/bazel-testlogs
+  if [ ! -d "$testlogs" ]; then
+    testlogs=$("$BAZEL" info bazel-testlogs --config=bazel4 "$@" 2>/dev/null) || testlogs=$ROOT/bazel-testlogs
+  fi
+
+  echo
+  echo "--- $section: cases per target (bazel exit code $rc) ---"
+  if ! out=$(count_bazel_cases "$log" "$testlogs" "$start" "$rc"); then
+    echo "error: could not count the bazel results" >&2
+    record "$section" 0 1 "result parser failed"
+    return
+  fi
+  printf '%s\n' "$out" | grep -v '^COUNTS '
+  read -r _ p f <<<"$(printf '%s\n' "$out" | grep '^COUNTS ' | tail -n 1)"
+  record "$section" "${p:-0}" "${f:-1}" "bazel exit code $rc"
+}
+
+run_cargo
+run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
+run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
+echo
+echo "==> $BAZEL shutdown"
+"$BAZEL" shutdown
+finish
