@@ -13,12 +13,12 @@
 mod config;
 pub mod intern;
 
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 pub use config::emission_enabled;
 
 use crate::ffi::host;
+pub use crate::ffi::CText;
 use crate::ffi::roctx;
 
 /// What DefaultProfilerDomain returns when enabled: a stable address, never dereferenced and
@@ -38,7 +38,7 @@ pub fn domain() -> *const u8 {
 /// enabled, then into roctx when a library is bound. Whatever the domain: that is the caller's
 /// routing decision (ScopedAnnotation), not ours.
 #[inline]
-pub fn range_push(text: &CStr) {
+pub fn range_push(text: CText<'_>) {
     if host::annotation_stack_enabled() {
         host::annotation_stack_push(text.to_bytes());
     }
@@ -58,12 +58,6 @@ pub fn range_pop() {
     if let Some(api) = roctx::api() {
         api.range_pop();
     }
-}
-
-/// `text` as a C string, or `""` for null: a null title still opens a range, so that the
-/// matching pop stays balanced.
-pub fn text_or_empty<'a>(text: Option<&'a CStr>) -> &'a CStr {
-    text.unwrap_or(c"")
 }
 
 /// Names the calling OS thread (roctxNameOsThread). Ungated, as upstream: names are cheap and
@@ -132,7 +126,7 @@ pub struct Annotation {
 
 impl Annotation {
     /// Pushes `name` and returns the open annotation.
-    pub fn open(name: &CStr) -> Annotation {
+    pub fn open(name: CText<'_>) -> Annotation {
         let route = if emission_enabled() {
             range_push(name);
             Route::Range

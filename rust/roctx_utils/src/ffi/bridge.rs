@@ -7,9 +7,9 @@
 //! forwarders in `cc/forwarders.cc`, which call the `roctx_utils::bridge` functions below.
 #![allow(unsafe_op_in_unsafe_fn, missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
-use super::guard;
+use super::{guard, CText};
 use crate::emitter;
 
 #[cxx::bridge(namespace = "tsl::profiler")]
@@ -91,18 +91,9 @@ unsafe fn range_pop(_domain: *mut ProfilerDomain) {
     guard((), emitter::range_pop)
 }
 
-/// `ptr` as a C string; null reads as absent.
-///
-/// # Safety
-/// A non-null `ptr` must point at a NUL-terminated string valid for the call.
-unsafe fn c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
-    // SAFETY: per this function's contract.
-    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
-}
-
 unsafe fn range_push(_domain: *mut ProfilerDomain, ascii: *const c_char) {
     // SAFETY: the interface requires `ascii` to be null or a C string valid for the call.
-    guard((), || emitter::range_push(emitter::text_or_empty(unsafe { c_str(ascii) })))
+    guard((), || emitter::range_push(unsafe { CText::from_ptr_or_empty(ascii) }))
 }
 
 unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget) {

@@ -2,9 +2,9 @@
 //! hosts without C++ scopes, and diagnostics. Each entry runs inside [`super::guard`].
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
-use super::guard;
+use super::{guard, CText};
 use crate::emitter::{self, Annotation};
 
 /// Opaque handle behind `roctx_utils_annotation*`.
@@ -15,8 +15,8 @@ pub type AnnotationHandle = Annotation;
 pub unsafe extern "C" fn roctx_utils_annotation_create(name: *const c_char) -> *mut AnnotationHandle {
     guard(std::ptr::null_mut(), || {
         // SAFETY: the header requires `name` to be null or a C string valid for the call.
-        let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
-        Box::into_raw(Box::new(Annotation::open(emitter::text_or_empty(name))))
+        let name = unsafe { CText::from_ptr_or_empty(name) };
+        Box::into_raw(Box::new(Annotation::open(name)))
     })
 }
 

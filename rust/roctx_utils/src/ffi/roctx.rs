@@ -66,7 +66,7 @@ pub struct Roctx {
 impl Roctx {
     /// `roctxRangePushA(text)`; returns roctx's 0-based nesting level.
     #[inline(always)]
-    pub fn range_push(&self, text: &CStr) -> i32 {
+    pub fn range_push(&self, text: super::CText<'_>) -> i32 {
         // SAFETY: `push` was resolved from the kept-alive library with roctx's signature; the
         // text is NUL-terminated and outlives the call.
         unsafe { (self.push)(text.as_ptr()) }
