@@ -167,7 +167,10 @@ fn load() -> Option<Roctx> {
             }
         }
     }
-    crate::log::warn(format_args!(
+    // Only worth a warning when the user asked for ROCTX ranges; otherwise (naming calls are
+    // ungated) it is setup detail.
+    let report = if crate::emitter::emission_enabled() { crate::log::warn } else { crate::log::info };
+    report(format_args!(
         "no roctx library could be loaded, so ranges reach AnnotationStack only (no ROCTX rows in \
          rocprofv3/XProf). Tried, in order: {}. Install rocprofiler-sdk-roctx or set {LIBRARY_VAR} \
          to its path.",
