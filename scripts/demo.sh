@@ -8,30 +8,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-export DEBIAN_FRONTEND=noninteractive
-APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev)
-BAZEL=bazel-4  # never the /usr/bin/bazel wrapper
-
-# rustup installs into ~/.cargo/bin; the Bazel build runs cargo to build the Rust backend.
-if ! command -v cargo >/dev/null 2>&1; then
-  export PATH="$HOME/.cargo/bin:$PATH"
-fi
-
-# Same idempotent install as scripts/test.sh: apt only when a package is missing.
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
-    missing+=("$pkg")
-  fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "==> installing missing apt packages: ${missing[*]}"
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-  "${sudo[@]}" apt-get update -q
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=scripts/setup_env.sh
+source scripts/setup_env.sh
+ensure_packages
 
 cat <<'EOF'
 ==================================================================================

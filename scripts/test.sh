@@ -19,14 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 
-export DEBIAN_FRONTEND=noninteractive
-APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev)
-BAZEL=bazel-4  # never the /usr/bin/bazel wrapper: it trips over .bazelversion files
-
-# rustup installs into ~/.cargo/bin, which a non-login CI shell may not have on PATH.
-if ! command -v cargo >/dev/null 2>&1; then
-  export PATH="$HOME/.cargo/bin:$PATH"
-fi
+# shellcheck source=scripts/setup_env.sh
+source scripts/setup_env.sh
 
 TMPDIR_TESTS=$(mktemp -d)
 trap 'rm -rf "$TMPDIR_TESTS"' EXIT
@@ -59,25 +53,6 @@ finish() {
 # ---------------------------------------------------------------------------------------------
 # 1. Packages: apt only when something is missing, so reruns stay offline and fast.
 # ---------------------------------------------------------------------------------------------
-ensure_packages() {
-  local missing=() pkg
-  for pkg in "${APT_PACKAGES[@]}"; do
-    if [ "$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)" != installed ]; then
-      missing+=("$pkg")
-    fi
-  done
-  if [ ${#missing[@]} -eq 0 ]; then
-    echo "==> apt packages present: ${APT_PACKAGES[*]}"
-    return 0
-  fi
-  echo "==> installing missing apt packages: ${missing[*]}"
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-  "${sudo[@]}" apt-get update -q &&
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
-
 if ! ensure_packages; then
   echo "error: apt-get install failed; cannot build or test" >&2
   record "setup (apt)" 0 1 "apt-get failed"
