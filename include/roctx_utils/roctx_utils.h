@@ -3,6 +3,11 @@
  *   roctx_utils_annotation_*   an annotation object for hosts that cannot use a C++ scope
  *                              (Python via ctypes, llama.cpp, JAX's TraceAnnotation pattern):
  *                              create pushes, stop pops exactly once, destroy stops first.
+ *   roctx_utils_mark / roctx_utils_range_start/stop
+ *                              instants and ranges that may end on another thread.
+ *   roctx_utils_session_*      capture sessions: ROCTX ranges and marks collected through
+ *   roctx_utils_snapshot_*     rocprofiler-sdk (tool mode), the host's own tracer (host-fed) or
+ *   roctx_utils_listener_feed  in-process, into bounded per-thread buffers; a snapshot per session.
  *   roctx_utils_roctx_*        which roctx library was loaded, for diagnostics and tests.
  *   roctx_utils_counters       what the library counted instead of failing (never aborts).
  *
@@ -58,6 +63,120 @@ typedef struct roctx_utils_counters {
 
 /* Fills `out` (ignored when NULL). */
 void roctx_utils_counters_get(roctx_utils_counters* out);
+
+/* ---- instants and cross-thread ranges ---- */
+
+/* roctxMarkA(name), also recorded by an in-process session. NULL means "" (not recorded). */
+void roctx_utils_mark(const char* name);
+
+/* roctxRangeStartA(name): a range that may be stopped on any thread. Returns its id (roctx's
+ * when a library is bound, else our own counter; never 0 unless an internal error occurred). */
+uint64_t roctx_utils_range_start(const char* name);
+
+/* roctxRangeStop(id), from any thread. */
+void roctx_utils_range_stop(uint64_t id);
+
+/* ---- capture sessions ---- */
+
+typedef enum roctx_utils_status {
+  ROCTX_UTILS_OK = 0,
+  ROCTX_UTILS_ALREADY_RUNNING = 1,
+  ROCTX_UTILS_NOT_RUNNING = 2,
+  ROCTX_UTILS_INVALID_ARGUMENT = 3,
+  ROCTX_UTILS_INTERNAL_ERROR = -1,
+} roctx_utils_status;
+
+/* How a session captures. DEFAULT follows env ROCTX_UTILS_CAPTURE (auto|sdk|self|host|off;
+ * unset = auto). AUTO uses rocprofiler-sdk when we can own it and the bound roctx reports to
+ * it, else in-process. SDK falls back to in-process with a warning when the SDK is missing,
+ * locked by another tool (rocprofv3) or of an unknown version. */
+typedef enum roctx_utils_capture_mode {
+  ROCTX_UTILS_CAPTURE_DEFAULT = 0,
+  ROCTX_UTILS_CAPTURE_AUTO = 1,
+  ROCTX_UTILS_CAPTURE_SDK = 2,
+  ROCTX_UTILS_CAPTURE_IN_PROCESS = 3,
+  ROCTX_UTILS_CAPTURE_HOST = 4,
+  ROCTX_UTILS_CAPTURE_OFF = 5,
+} roctx_utils_capture_mode;
+
+/* Zero-initialize, set struct_size = sizeof(roctx_utils_session_options), then the fields you
+ * need; 0 keeps a default. */
+typedef struct roctx_utils_session_options {
+  uint64_t struct_size;
+  uint32_t mode;                        /* roctx_utils_capture_mode */
+  uint32_t reserved;
+  uint64_t max_events_per_thread;       /* default 1 Mi; more are dropped and counted */
+  uint64_t max_label_bytes_per_thread;  /* default 16 MiB; labels are stored once per thread */
+} roctx_utils_session_options;
+
+/* Starts a session (NULL options = defaults). Threads join lazily, at their next event. */
+int roctx_utils_session_start(const roctx_utils_session_options* options);
+
+/* The mode the running (or last) session actually uses: 0 off, 1 SDK, 2 host-fed, 3 in-process. */
+uint32_t roctx_utils_capture_mode_get(void);
+
+typedef struct roctx_utils_snapshot roctx_utils_snapshot;
+
+/* Stops the session; *out receives its snapshot (free with roctx_utils_snapshot_free). Push/pop
+ * ranges still open now are dropped and counted (open_at_stop), not closed at the stop time. */
+int roctx_utils_session_stop(roctx_utils_snapshot** out);
+
+/* What the running session captured so far, without stopping it. */
+roctx_utils_snapshot* roctx_utils_session_snapshot(void);
+
+void roctx_utils_snapshot_free(roctx_utils_snapshot* snapshot);
+
+/* Events are sorted by (tid, start_ns, longest first). */
+size_t roctx_utils_snapshot_event_count(const roctx_utils_snapshot* snapshot);
+
+typedef enum roctx_utils_event_kind {
+  ROCTX_UTILS_EVENT_RANGE = 0,          /* push/pop on one thread */
+  ROCTX_UTILS_EVENT_MARK = 1,           /* start_ns == end_ns */
+  ROCTX_UTILS_EVENT_PROCESS_RANGE = 2,  /* start/stop; end_tid may differ from tid */
+} roctx_utils_event_kind;
+
+typedef struct roctx_utils_event {
+  uint32_t kind;       /* roctx_utils_event_kind */
+  uint32_t depth;      /* nesting depth at push (0 = outermost) */
+  uint64_t tid;        /* OS thread id that opened it */
+  uint64_t end_tid;    /* OS thread id that closed it */
+  uint64_t start_ns;   /* CLOCK_BOOTTIME, the clock of rocprofiler-sdk's records */
+  uint64_t end_ns;
+  const char* label;   /* NOT NUL-terminated: use label_len; valid until the snapshot is freed */
+  size_t label_len;
+} roctx_utils_event;
+
+int roctx_utils_snapshot_event(const roctx_utils_snapshot* snapshot, size_t index, roctx_utils_event* out);
+
+/* Every event seen but not recorded is counted in exactly one of these. */
+typedef struct roctx_utils_capture_stats {
+  uint64_t recorded;
+  uint64_t dropped_event_cap;       /* over max_events_per_thread */
+  uint64_t dropped_label_cap;       /* over max_label_bytes_per_thread */
+  uint64_t dropped_too_deep;        /* nested deeper than 256 (nesting stays balanced) */
+  uint64_t dropped_empty_label;     /* NULL or "" label */
+  uint64_t unmatched_pops;          /* pop with nothing open */
+  uint64_t unmatched_stops;         /* range_stop of an unknown id */
+  uint64_t begun_outside_session;   /* pushed before the session started */
+  uint64_t paused;                  /* suppressed by roctxProfilerPause */
+  uint64_t open_at_stop;            /* push/pop ranges still open at stop */
+  uint64_t process_ranges_open_at_stop;
+  uint64_t open_at_thread_exit;     /* ranges open when their thread exited */
+  uint64_t rejected_records;        /* malformed or unsupported SDK/host records */
+} roctx_utils_capture_stats;
+
+void roctx_utils_snapshot_stats(const roctx_utils_snapshot* snapshot, roctx_utils_capture_stats* out);
+
+/* Copies thread `tid`'s name (from roctxNameOsThread / NameCurrentThread) into buf
+ * (NUL-terminated, truncated to cap) and returns its full length; 0 if unnamed. */
+size_t roctx_utils_snapshot_thread_name(const roctx_utils_snapshot* snapshot, uint64_t tid, char* buf, size_t cap);
+
+/* Host-fed mode: call from your own rocprofiler-sdk MARKER_CORE_API (or CONTROL/NAME, or 7.x
+ * CORE_RANGE) callback with the record you received (&record, sizeof(record)) and the SDK
+ * version your rocprofiler_configure was given. Recorded only while a session runs in HOST
+ * mode. Returns 0 accepted, 1 not capturing, -1 rejected (unknown version, wrong size,
+ * malformed payload; counted in rejected_records). */
+int roctx_utils_listener_feed(const void* record, size_t record_size, uint32_t sdk_version);
 
 #ifdef __cplusplus
 }  /* extern "C" */

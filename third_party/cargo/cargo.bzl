@@ -184,6 +184,11 @@ def rust_cxx_staticlib(
         hdrs = [":%s_bridge_hdrs" % name],
         strip_include_prefix = name + "_cargo_cxxbridge",
         linkstatic = True,
+        # The Rust archive (linked after this library) calls back into the bridge's C++ thunks
+        # (e.g. the AnnotationStack shim). A host that only uses the C API never references
+        # the bridge itself, so without alwayslink its objects would be skipped before the Rust
+        # archive asks for them. Only these few C++ objects; never the Rust `.a` itself.
+        alwayslink = True,
         deps = deps + [":%s_rs" % name],
         target_compatible_with = compat,
         visibility = visibility,

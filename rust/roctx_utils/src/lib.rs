@@ -51,6 +51,8 @@ assert_eq!(text.to_str().unwrap(), "Thunk:#hlo_op=fusion.3#");
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
 
+pub mod collector;
 pub mod emitter;
 pub mod ffi;
+pub mod listener;
 mod log;

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 pub use config::emission_enabled;
 
+use crate::collector;
 use crate::ffi::host;
 pub use crate::ffi::CText;
 use crate::ffi::roctx;
@@ -42,6 +43,9 @@ pub fn range_push(text: CText<'_>) {
     if host::annotation_stack_enabled() {
         host::annotation_stack_push(text.to_bytes());
     }
+    if collector::in_process_enabled() {
+        collector::push(text.to_bytes(), collector::now_ns(), collector::current_tid());
+    }
     if let Some(api) = roctx::api() {
         api.range_push(text);
     }
@@ -55,14 +59,52 @@ pub fn range_pop() {
     if host::annotation_stack_enabled() {
         host::annotation_stack_pop();
     }
+    if collector::in_process_enabled() {
+        collector::pop(collector::now_ns(), collector::current_tid());
+    }
     if let Some(api) = roctx::api() {
         api.range_pop();
+    }
+}
+
+/// An instant event (`roctxMarkA`), recorded in-process too.
+pub fn mark(text: CText<'_>) {
+    if collector::in_process_enabled() {
+        collector::mark(text.to_bytes(), collector::now_ns(), collector::current_tid());
+    }
+    if let Some(api) = roctx::api() {
+        api.mark(text);
+    }
+}
+
+/// Opens a range that may end on another thread (`roctxRangeStartA`); returns its id.
+pub fn range_start(text: CText<'_>) -> u64 {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    // roctx's own id when bound (so external tools and we agree), else ours.
+    let id = roctx::api()
+        .and_then(|api| api.range_start(text))
+        .unwrap_or_else(|| NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    if collector::in_process_enabled() {
+        collector::range_start(id, text.to_bytes(), collector::now_ns(), collector::current_tid());
+    }
+    id
+}
+
+/// Closes a range opened by [`range_start`], from any thread.
+pub fn range_stop(id: u64) {
+    if collector::in_process_enabled() {
+        collector::range_stop(id, collector::now_ns(), collector::current_tid());
+    }
+    if let Some(api) = roctx::api() {
+        api.range_stop(id);
     }
 }
 
 /// Names the calling OS thread (roctxNameOsThread). Ungated, as upstream: names are cheap and
 /// useful to external tools even with emission off.
 pub fn name_current_thread(name: &[u8]) {
+    // Kept for export whatever the capture mode: names are rare and make rows readable.
+    collector::name_thread(collector::current_tid(), name);
     if let Some(api) = roctx::api() {
         api.name_os_thread(&c_string(name));
     }

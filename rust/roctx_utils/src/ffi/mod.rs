@@ -10,6 +10,8 @@
 
 pub mod bridge;
 pub mod c_api;
+pub mod os;
+pub mod rocprofiler;
 pub mod roctx;
 
 use std::ffi::{c_char, CStr};

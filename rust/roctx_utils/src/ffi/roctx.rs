@@ -34,6 +34,8 @@ pub const LEGACY_SONAME: &str = "libroctx64.so.4";
 type PushFn = unsafe extern "C" fn(*const c_char) -> c_int;
 type PopFn = unsafe extern "C" fn() -> c_int;
 type MarkFn = unsafe extern "C" fn(*const c_char);
+type StartFn = unsafe extern "C" fn(*const c_char) -> u64;
+type StopFn = unsafe extern "C" fn(u64);
 type NameThreadFn = unsafe extern "C" fn(*const c_char) -> c_int;
 type NameDeviceFn = unsafe extern "C" fn(*const c_char, c_int) -> c_int;
 type NameStreamFn = unsafe extern "C" fn(*const c_char, *const c_void) -> c_int;
@@ -55,6 +57,8 @@ pub struct Roctx {
     push: PushFn,
     pop: PopFn,
     mark: Option<MarkFn>,
+    range_start: Option<StartFn>,
+    range_stop: Option<StopFn>,
     name_os_thread: Option<NameThreadFn>,
     name_hip_device: Option<NameDeviceFn>,
     name_hip_stream: Option<NameStreamFn>,
@@ -80,10 +84,24 @@ impl Roctx {
     }
 
     /// `roctxMarkA(text)`, if the library has it.
-    pub fn mark(&self, text: &CStr) {
+    pub fn mark(&self, text: super::CText<'_>) {
         if let Some(f) = self.mark {
             // SAFETY: as `range_push`.
             unsafe { f(text.as_ptr()) }
+        }
+    }
+
+    /// `roctxRangeStartA(text)`: a process-wide range id (from 1), if the library has it.
+    pub fn range_start(&self, text: super::CText<'_>) -> Option<u64> {
+        // SAFETY: as `range_push`.
+        self.range_start.map(|f| unsafe { f(text.as_ptr()) })
+    }
+
+    /// `roctxRangeStop(id)`, if the library has it.
+    pub fn range_stop(&self, id: u64) {
+        if let Some(f) = self.range_stop {
+            // SAFETY: as `range_push`; roctx does not validate ids.
+            unsafe { f(id) }
         }
     }
 
@@ -149,6 +167,9 @@ fn candidates() -> Vec<String> {
 }
 
 fn load() -> Option<Roctx> {
+    // rocprofiler-sdk only intercepts roctx calls made after a tool is configured, so tool-mode
+    // capture has to be set up before our first roctx call, i.e. now.
+    crate::listener::before_first_roctx_call();
     let mut tried = Vec::new();
     for location in candidates() {
         match bind(&location) {
@@ -212,6 +233,8 @@ fn bind(location: &str) -> Result<Roctx, Refusal> {
         push,
         pop,
         mark: unsafe { sym(&library, b"roctxMarkA\0") },
+        range_start: unsafe { sym(&library, b"roctxRangeStartA\0") },
+        range_stop: unsafe { sym(&library, b"roctxRangeStop\0") },
         name_os_thread: unsafe { sym(&library, b"roctxNameOsThread\0") },
         name_hip_device: unsafe { sym(&library, b"roctxNameHipDevice\0") },
         name_hip_stream: unsafe { sym(&library, b"roctxNameHipStream\0") },

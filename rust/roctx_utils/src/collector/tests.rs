@@ -1,0 +1,250 @@
+//! State-machine tests. The collector is process-global, so tests take a lock and run each
+//! scenario on fresh threads (fresh thread-local buffers).
+use super::*;
+
+static SERIAL: Mutex<()> = parking_lot::const_mutex(());
+
+fn opts(max_events: usize) -> SessionOptions {
+    SessionOptions { max_events_per_thread: max_events, ..SessionOptions::default() }
+}
+
+fn on_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::spawn(f).join().expect("scenario thread panicked")
+}
+
+fn labels(s: &Snapshot) -> Vec<String> {
+    s.events.iter().map(|e| s.label(e).to_owned()).collect()
+}
+
+#[test]
+fn push_pop_records_one_range_with_label_tid_and_order() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    let tid = on_thread(|| {
+        let tid = current_tid();
+        push(b"outer", 10, tid);
+        push(b"inner", 20, tid);
+        pop(30, tid);
+        pop(40, tid);
+        tid
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["outer", "inner"]);
+    assert_eq!((s.events[0].start_ns, s.events[0].end_ns, s.events[0].depth), (10, 40, 0));
+    assert_eq!((s.events[1].start_ns, s.events[1].end_ns, s.events[1].depth), (20, 30, 1));
+    assert!(s.events.iter().all(|e| e.tid == tid && e.kind == EventKind::Range));
+    assert_eq!(s.stats.recorded, 2);
+}
+
+#[test]
+fn marks_are_instants_and_empty_labels_are_counted_but_keep_nesting() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        mark(b"checkpoint", 5, tid);
+        mark(b"", 6, tid);
+        push(b"outer", 10, tid);
+        push(b"", 11, tid); // null/empty inner
+        pop(12, tid);
+        pop(13, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["checkpoint", "outer"]);
+    assert_eq!(s.events[0].kind, EventKind::Mark);
+    assert_eq!(s.events[0].start_ns, s.events[0].end_ns);
+    assert_eq!((s.events[1].start_ns, s.events[1].end_ns), (10, 13));
+    assert_eq!(s.stats.dropped_empty_label, 2);
+}
+
+#[test]
+fn unmatched_pop_is_ignored_and_counted() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        pop(1, tid);
+        push(b"a", 2, tid);
+        pop(3, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["a"]);
+    assert_eq!(s.stats.unmatched_pops, 1);
+}
+
+#[test]
+fn cap_of_8_keeps_8_of_25_and_counts_17() {
+    let _g = SERIAL.lock();
+    start(opts(8), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        for i in 0..25 {
+            mark(format!("m{i}").as_bytes(), i, tid);
+        }
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.events.len(), 8);
+    assert_eq!(s.stats.dropped_event_cap, 17);
+    assert_eq!(labels(&s)[..3], ["m0", "m1", "m2"]); // the oldest are kept
+}
+
+#[test]
+fn ranges_from_an_earlier_session_never_leak_into_a_later_one() {
+    let _g = SERIAL.lock();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<()>();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    let worker = std::thread::spawn(move || {
+        let tid = current_tid();
+        push(b"spans_sessions", 1, tid);
+        back_tx.send(()).unwrap();
+        rx.recv().unwrap(); // session 1 stops, session 2 starts
+        pop(100, tid);
+        push(b"fresh", 101, tid);
+        pop(102, tid);
+    });
+    back_rx.recv().unwrap();
+    let s1 = stop().unwrap();
+    assert!(s1.events.is_empty());
+    assert_eq!(s1.stats.open_at_stop, 1);
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    tx.send(()).unwrap();
+    worker.join().unwrap();
+    let s2 = stop().unwrap();
+    assert_eq!(labels(&s2), ["fresh"]);
+    assert_eq!(s2.stats.begun_outside_session, 1);
+    assert_eq!(s2.stats.unmatched_pops, 0);
+    assert!(s2.session > s1.session);
+}
+
+#[test]
+fn process_ranges_cross_threads_by_id() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    let a = on_thread(|| {
+        range_start(42, b"load_weights", 10, current_tid());
+        current_tid()
+    });
+    let b = on_thread(|| {
+        range_stop(42, 50, current_tid());
+        range_stop(43, 51, current_tid()); // never started
+        current_tid()
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["load_weights"]);
+    let e = &s.events[0];
+    assert_eq!((e.kind, e.tid, e.end_tid, e.start_ns, e.end_ns), (EventKind::ProcessRange, a, b, 10, 50));
+    assert_eq!(s.stats.unmatched_stops, 1);
+}
+
+#[test]
+fn pause_suppresses_and_resume_restores() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        pause(0);
+        mark(b"hidden", 1, tid);
+        push(b"hidden_range", 2, tid);
+        pop(3, tid);
+        resume(0);
+        pause(tid);
+        mark(b"hidden_thread", 4, tid);
+        resume(tid);
+        mark(b"visible", 5, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["visible"]);
+    assert_eq!(s.stats.paused, 3);
+}
+
+#[test]
+fn thread_names_are_kept_and_open_ranges_at_exit_are_counted() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    let tid = on_thread(|| {
+        let tid = current_tid();
+        name_thread(tid, b"xla_gpu_exec_0");
+        push(b"never_closed", 1, tid);
+        tid
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.thread_names.get(&tid).map(String::as_str), Some("xla_gpu_exec_0"));
+    assert_eq!(s.stats.open_at_thread_exit, 1);
+    assert_eq!(s.stats.open_at_stop, 0);
+}
+
+#[test]
+fn deep_nesting_is_capped_but_stays_balanced() {
+    let _g = SERIAL.lock();
+    start(opts(100_000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        for i in 0..(buffer::MAX_DEPTH + 10) {
+            push(format!("d{i}").as_bytes(), i as u64, tid);
+        }
+        for i in 0..(buffer::MAX_DEPTH + 10) {
+            pop(1000 + i as u64, tid);
+        }
+        push(b"after", 5000, tid);
+        pop(5001, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.stats.dropped_too_deep, 10);
+    assert_eq!(s.stats.recorded as usize, buffer::MAX_DEPTH + 1);
+    assert_eq!(s.stats.unmatched_pops, 0);
+    assert!(labels(&s).contains(&"after".to_owned()));
+}
+
+#[test]
+fn label_bytes_cap_drops_new_labels_but_reuses_stored_ones() {
+    let _g = SERIAL.lock();
+    start(SessionOptions { max_events_per_thread: 1000, max_label_bytes_per_thread: 10 }, CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        mark(b"0123456789", 1, tid); // exactly fills the cap
+        mark(b"0123456789", 2, tid); // same label: stored once, recorded again
+        mark(b"x", 3, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.events.len(), 2);
+    assert_eq!(s.stats.dropped_label_cap, 1);
+}
+
+#[test]
+fn many_threads_account_for_every_event() {
+    let _g = SERIAL.lock();
+    const THREADS: usize = 8;
+    const PAIRS: usize = 5000;
+    start(opts(PAIRS * 2), CaptureMode::InProcess).unwrap();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let tid = current_tid();
+                for i in 0..PAIRS {
+                    push(format!("t{t}_op{}", i % 7).as_bytes(), now_ns(), tid);
+                    mark(b"tick", now_ns(), tid);
+                    pop(now_ns(), tid);
+                }
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let s = stop().unwrap();
+    assert_eq!(s.events.len(), THREADS * PAIRS * 2);
+    assert_eq!(s.stats.recorded as usize, THREADS * PAIRS * 2);
+    assert_eq!(s.stats.dropped(), 0);
+    for w in s.events.windows(2) {
+        assert!(w[0].tid <= w[1].tid);
+    }
+    assert!(s.events.iter().filter(|e| e.kind == EventKind::Range).all(|e| e.end_ns >= e.start_ns));
+}
+
+#[test]
+fn start_twice_and_stop_twice_are_errors() {
+    let _g = SERIAL.lock();
+    start(opts(10), CaptureMode::InProcess).unwrap();
+    assert_eq!(start(opts(10), CaptureMode::InProcess), Err(SessionError::AlreadyRunning));
+    stop().unwrap();
+    assert_eq!(stop().unwrap_err(), SessionError::NotRunning);
+}

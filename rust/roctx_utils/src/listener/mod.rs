@@ -1,0 +1,283 @@
+//! The listener: turns ROCTX marker records into collector events, whichever way they arrive.
+//!
+//! - **Tool mode** ([`tool`]): we load rocprofiler-sdk and subscribe MARKER_CORE_API,
+//!   MARKER_CONTROL_API and MARKER_NAME_API; the SDK calls us on the application thread.
+//! - **Host-fed mode** ([`feed`]): a host that owns rocprofiler-sdk itself (XLA's RocmTracer)
+//!   passes each raw record from its own MARKER_CORE_API callback, with its SDK version.
+//! - **In-process mode**: no SDK at all; the emitter records its own ranges
+//!   ([`crate::emitter`] calls the collector directly), producing the same events.
+//!
+//! Owns the session orchestration ([`start_session`]/[`stop_session`]): which mode a session
+//! uses (`ROCTX_UTILS_CAPTURE=auto|sdk|self|host|off`, `auto` preferring the SDK) and the
+//! fallbacks when the SDK is missing, locked by another tool, or of an unknown version.
+//! Never formats or exports anything.
+
+pub mod tool;
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use crate::collector::{self, CaptureMode, SessionError, SessionOptions, Snapshot};
+use crate::ffi::rocprofiler::{self, Layout, Record};
+
+/// Env var choosing how sessions capture.
+pub const CAPTURE_VAR: &str = "ROCTX_UTILS_CAPTURE";
+
+/// What a session asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requested {
+    /// The SDK if we can own it and roctx calls reach it, else in-process.
+    Auto,
+    /// The SDK, falling back to in-process (with a warning) when it cannot be used.
+    Sdk,
+    /// In-process only.
+    InProcess,
+    /// Records fed by the host.
+    Host,
+    /// Nothing.
+    Off,
+}
+
+impl Requested {
+    /// Parses `auto|sdk|self|host|off` (ASCII case-insensitive).
+    pub fn parse(raw: &str) -> Option<Requested> {
+        match raw.to_ascii_lowercase().as_str() {
+            "auto" => Some(Requested::Auto),
+            "sdk" => Some(Requested::Sdk),
+            "self" | "inprocess" | "in-process" => Some(Requested::InProcess),
+            "host" => Some(Requested::Host),
+            "off" => Some(Requested::Off),
+            _ => None,
+        }
+    }
+}
+
+/// `ROCTX_UTILS_CAPTURE`, read once (a bad value warns and means `auto`).
+pub fn requested_from_env() -> Requested {
+    static REQ: OnceLock<Requested> = OnceLock::new();
+    *REQ.get_or_init(|| match std::env::var(CAPTURE_VAR) {
+        Err(_) => Requested::Auto,
+        Ok(raw) => Requested::parse(&raw).unwrap_or_else(|| {
+            crate::log::warn(format_args!(
+                "{CAPTURE_VAR}={raw:?} is not one of auto, sdk, self, host, off; using auto"
+            ));
+            Requested::Auto
+        }),
+    })
+}
+
+/// Called once, right before roctx is first bound: rocprofiler-sdk only sees roctx calls made
+/// after a tool is configured (roctx registers its dispatch tables once, at its first call), so
+/// tool mode must be set up now or never. Only when ranges will flow (emission on) or the SDK
+/// was asked for explicitly; never steals an SDK someone else configured.
+pub(crate) fn before_first_roctx_call() {
+    let wanted = match requested_from_env() {
+        Requested::Sdk => true,
+        Requested::Auto => crate::emitter::emission_enabled(),
+        _ => false,
+    };
+    if wanted {
+        tool::prepare();
+    }
+}
+
+/// Starts a capture session. `requested = None` uses `ROCTX_UTILS_CAPTURE`. Returns the mode
+/// actually used; fallbacks are logged once with the reason.
+pub fn start_session(options: SessionOptions, requested: Option<Requested>) -> Result<CaptureMode, SessionError> {
+    let requested = requested.unwrap_or_else(requested_from_env);
+    let mode = match requested {
+        Requested::Off => CaptureMode::Off,
+        Requested::InProcess => CaptureMode::InProcess,
+        Requested::Host => CaptureMode::Host,
+        Requested::Auto | Requested::Sdk => resolve_sdk(requested),
+    };
+    collector::start(options, mode)?;
+    if mode == CaptureMode::Sdk {
+        if let Err(why) = tool::start_context() {
+            // Keep the session, in-process: losing the ranges would be worse than the mode.
+            crate::log::warn(format_args!("rocprofiler-sdk context did not start ({why}); capturing in-process"));
+            let _ = collector::stop();
+            collector::start(options, CaptureMode::InProcess)?;
+            return Ok(CaptureMode::InProcess);
+        }
+    }
+    Ok(mode)
+}
+
+fn resolve_sdk(requested: Requested) -> CaptureMode {
+    let roctx_reaches_sdk = || crate::ffi::roctx::api().is_some_and(|r| r.flavor() == crate::ffi::roctx::Flavor::Sdk);
+    match tool::prepare() {
+        tool::ToolState::Ready { .. } if requested == Requested::Sdk || roctx_reaches_sdk() => CaptureMode::Sdk,
+        tool::ToolState::Ready { .. } => {
+            crate::log::info(format_args!("rocprofiler-sdk is configured but the bound roctx does not report to it; capturing in-process"));
+            CaptureMode::InProcess
+        }
+        tool::ToolState::Unavailable(why) => {
+            if requested == Requested::Sdk {
+                crate::log::warn(format_args!("{CAPTURE_VAR}=sdk, but {why}; capturing in-process instead"));
+            } else {
+                crate::log::info(format_args!("{why}; capturing in-process"));
+            }
+            CaptureMode::InProcess
+        }
+    }
+}
+
+/// Stops the session and returns its events.
+pub fn stop_session() -> Result<Snapshot, SessionError> {
+    if collector::active() && collector::mode() == CaptureMode::Sdk {
+        tool::stop_context();
+    }
+    collector::stop()
+}
+
+/// Outcome of [`feed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum FeedStatus {
+    /// Used (or deliberately ignored, like `roctxGetThreadId`).
+    Accepted = 0,
+    /// No session in host-fed mode is running; nothing recorded.
+    NotCapturing = 1,
+    /// Unknown SDK version, wrong record size, or a malformed payload; counted.
+    Rejected = -1,
+}
+
+/// Host-fed mode: one raw callback record from the host's own MARKER_CORE_API (or
+/// MARKER_CONTROL/NAME, or 7.x MARKER_CORE_RANGE_API) callback, as `len` bytes, from an SDK of
+/// `sdk_version` (10000*major + 100*minor + patch, as `rocprofiler_configure` received it).
+///
+/// # Safety
+/// `record` must point at `len` readable bytes, and the record's payload must be valid for the
+/// call (call this from inside the host's callback).
+pub unsafe fn feed(record: *const c_void, len: usize, sdk_version: u32) -> FeedStatus {
+    if !collector::active() || collector::mode() != CaptureMode::Host {
+        return FeedStatus::NotCapturing;
+    }
+    let Some(layout) = Layout::for_version(sdk_version) else {
+        collector::reject_record();
+        return FeedStatus::Rejected;
+    };
+    // SAFETY: per this function's contract.
+    match unsafe { rocprofiler::decode(record, len, layout) } {
+        // SAFETY: the payload is valid during the host's callback (contract).
+        Some(record) => match unsafe { on_record(&record) } {
+            Ok(()) => FeedStatus::Accepted,
+            Err(()) => FeedStatus::Rejected,
+        },
+        None => {
+            collector::reject_record();
+            FeedStatus::Rejected
+        }
+    }
+}
+
+// rocprofiler_callback_tracing_kind_t values (identical 0..13 in every version; 21 from 7.0).
+const KIND_MARKER_CORE: i32 = 7;
+const KIND_MARKER_CONTROL: i32 = 8;
+const KIND_MARKER_NAME: i32 = 9;
+const KIND_MARKER_CORE_RANGE: i32 = 21;
+const PHASE_ENTER: i32 = 1;
+const PHASE_EXIT: i32 = 2;
+
+/// Upstream's MarkerCallback state machine, extended (collector module docs). `Err` means the
+/// record was malformed and was counted as rejected.
+///
+/// # Safety
+/// `record.payload` must be null or a marker payload valid for the call.
+pub(crate) unsafe fn on_record(record: &Record) -> Result<(), ()> {
+    use crate::collector::{mark, now_ns, pop, push, range_start, range_stop, MAX_LABEL_BYTES};
+    let tid = record.thread_id;
+    // SAFETY (all payload reads below): per this function's contract.
+    let payload = |needed| unsafe { rocprofiler::marker_payload(record.payload, needed) }.ok_or(());
+    let message = |p: &rocprofiler::MarkerPayload| unsafe { rocprofiler::c_string_bytes(p.arg0, MAX_LABEL_BYTES) };
+    let decode = || match (record.kind, record.operation, record.phase) {
+        // roctxRangePushA: push unconditionally (a null message pushes ""), so the matching
+        // pop never consumes an enclosing range.
+        (KIND_MARKER_CORE, 1, PHASE_ENTER) | (KIND_MARKER_CORE_RANGE, 1, PHASE_ENTER) => {
+            let p = payload(16)?;
+            push(&message(&p), now_ns(), tid);
+            Ok(())
+        }
+        (KIND_MARKER_CORE, 2, PHASE_EXIT) | (KIND_MARKER_CORE_RANGE, 1, PHASE_EXIT) => {
+            pop(now_ns(), tid);
+            Ok(())
+        }
+        (KIND_MARKER_CORE, 0, PHASE_ENTER) | (KIND_MARKER_CORE_RANGE, 0, PHASE_ENTER) => {
+            let p = payload(16)?;
+            mark(&message(&p), now_ns(), tid);
+            Ok(())
+        }
+        // roctxRangeStartA: the id is the return value, known at EXIT.
+        (KIND_MARKER_CORE, 3, PHASE_EXIT) => {
+            let p = payload(32)?;
+            range_start(p.retval, &message(&p), now_ns(), tid);
+            Ok(())
+        }
+        (KIND_MARKER_CORE, 4, PHASE_ENTER) => {
+            let p = payload(16)?;
+            range_stop(p.arg0, now_ns(), tid);
+            Ok(())
+        }
+        // 7.x synthesized process range: one correlation id from start (ENTER) to stop (EXIT).
+        (KIND_MARKER_CORE_RANGE, 2, PHASE_ENTER) => {
+            let p = payload(16)?;
+            range_start(record.correlation_internal, &message(&p), now_ns(), tid);
+            Ok(())
+        }
+        (KIND_MARKER_CORE_RANGE, 2, PHASE_EXIT) => {
+            range_stop(record.correlation_internal, now_ns(), tid);
+            Ok(())
+        }
+        (KIND_MARKER_CONTROL, 0, PHASE_ENTER) => {
+            collector::pause(payload(16)?.arg0);
+            Ok(())
+        }
+        (KIND_MARKER_CONTROL, 1, PHASE_ENTER) => {
+            collector::resume(payload(16)?.arg0);
+            Ok(())
+        }
+        (KIND_MARKER_NAME, 0, PHASE_ENTER) => {
+            let p = payload(16)?;
+            collector::name_thread(tid, &message(&p));
+            Ok(())
+        }
+        // The other phases of known operations, roctxGetThreadId, device/agent/stream names.
+        (KIND_MARKER_CORE | KIND_MARKER_CONTROL | KIND_MARKER_NAME | KIND_MARKER_CORE_RANGE, _, _) => Ok(()),
+        _ => Err(()),
+    };
+    // A closure, so that every `?` above still reaches the counting below.
+    let result = decode();
+    if result.is_err() {
+        collector::reject_record();
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_modes_parse_strictly() {
+        assert_eq!(Requested::parse("AUTO"), Some(Requested::Auto));
+        assert_eq!(Requested::parse("self"), Some(Requested::InProcess));
+        assert_eq!(Requested::parse("sdk"), Some(Requested::Sdk));
+        assert_eq!(Requested::parse("host"), Some(Requested::Host));
+        assert_eq!(Requested::parse("off"), Some(Requested::Off));
+        assert_eq!(Requested::parse(" sdk"), None);
+        assert_eq!(Requested::parse(""), None);
+    }
+
+    #[test]
+    fn layouts_follow_the_sdk_version() {
+        assert_eq!(Layout::for_version(400), Some(Layout::V6));
+        assert_eq!(Layout::for_version(600), Some(Layout::V6));
+        assert_eq!(Layout::for_version(10000), Some(Layout::V7));
+        assert_eq!(Layout::for_version(10401), Some(Layout::V7));
+        assert_eq!(Layout::for_version(20000), None);
+        assert_eq!(Layout::for_version(300), None);
+        assert_eq!(Layout::V6.record_size(), 56);
+        assert_eq!(Layout::V7.record_size(), 64);
+    }
+}

@@ -1,0 +1,266 @@
+//! Tool mode: we configure rocprofiler-sdk ourselves (rocprofiler_abi.md section 9).
+//!
+//! Once per process: load `$ROCTX_UTILS_ROCPROFILER_LIBRARY`, else `librocprofiler-sdk.so.1`,
+//! else `.so.0` (also under `$ROCM_PATH/lib` and `/opt/rocm/lib`), RTLD_NOW | RTLD_GLOBAL; read
+//! the version and pick the record layout; if `rocprofiler_is_initialized` says 0, call
+//! `rocprofiler_force_configure` with a configure function that is *not* exported (exporting
+//! `rocprofiler_configure` would make rocprofiler-register go looking for the SDK, and abort if
+//! it cannot find it). Inside `initialize` (the only place the SDK accepts setup calls) we create
+//! one context and subscribe MARKER_CORE_API, MARKER_CONTROL_API and MARKER_NAME_API. Sessions
+//! start and stop that context.
+//!
+//! MARKER_CORE_RANGE_API (7.x) is not subscribed: MARKER_CORE_API carries the same ranges on
+//! every version, and subscribing both would record each range twice.
+//!
+//! Every failure (missing library or symbol, unknown version, CONFIGURATION_LOCKED under
+//! rocprofv3 or another tool) leaves [`ToolState::Unavailable`] with a reason, and sessions fall
+//! back to in-process capture.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+
+use crate::ffi::guard;
+use crate::ffi::rocprofiler::{self, CallbackRecordV6, CallbackRecordV7, Layout, SdkApi, ToolConfigureResult};
+
+/// Env var naming the rocprofiler-sdk library to try first.
+pub const LIBRARY_VAR: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
+const SONAMES: [&str; 2] = ["librocprofiler-sdk.so.1", "librocprofiler-sdk.so.0"];
+
+/// Whether tool mode is usable.
+#[derive(Debug)]
+pub enum ToolState {
+    /// Configured: a context exists and is subscribed to the marker kinds.
+    Ready {
+        /// SDK version (10000*major + 100*minor + patch).
+        version: u32,
+        /// Record layout for that version.
+        layout: Layout,
+        /// Where the SDK was loaded from.
+        location: String,
+    },
+    /// Not usable, and why (for the fallback message).
+    Unavailable(String),
+}
+
+static STATE: OnceLock<ToolState> = OnceLock::new();
+static API: OnceLock<SdkApi> = OnceLock::new();
+/// The layout chosen in `tool_configure` from the version the SDK passes there.
+static LAYOUT: AtomicU8 = AtomicU8::new(0);
+/// Context handle, valid when CONTEXT_STATE == 1.
+static CONTEXT: AtomicU64 = AtomicU64::new(0);
+static CONTEXT_STATE: AtomicU8 = AtomicU8::new(0);
+static INIT_ERROR: Mutex<Option<String>> = parking_lot::const_mutex(None);
+
+/// Configures tool mode once and reports the outcome (later calls return the same).
+pub fn prepare() -> &'static ToolState {
+    STATE.get_or_init(|| {
+        let state = configure();
+        match &state {
+            ToolState::Ready { version, location, .. } => crate::log::info(format_args!(
+                "rocprofiler-sdk {} from {location}: capturing ROCTX markers in tool mode",
+                version_text(*version)
+            )),
+            ToolState::Unavailable(why) => crate::log::info(format_args!("rocprofiler-sdk tool mode unavailable: {why}")),
+        }
+        state
+    })
+}
+
+fn version_text(v: u32) -> String {
+    format!("{}.{}.{}", v / 10_000, (v / 100) % 100, v % 100)
+}
+
+fn candidates() -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = std::env::var_os(LIBRARY_VAR).filter(|p| !p.is_empty()) {
+        out.push(p.to_string_lossy().into_owned());
+    }
+    let rocm = std::env::var_os("ROCM_PATH").filter(|p| !p.is_empty());
+    for name in SONAMES {
+        out.push(name.to_owned());
+        if let Some(root) = &rocm {
+            out.push(format!("{}/lib/{name}", root.to_string_lossy()));
+        }
+        out.push(format!("/opt/rocm/lib/{name}"));
+    }
+    out
+}
+
+fn configure() -> ToolState {
+    let mut tried = Vec::new();
+    let api = candidates().into_iter().find_map(|location| match SdkApi::load(&location) {
+        Ok(api) => Some(api),
+        Err(e) => {
+            tried.push(e);
+            None
+        }
+    });
+    let Some(api) = api else {
+        return ToolState::Unavailable(format!("no rocprofiler-sdk library could be loaded (tried: {})", tried.join("; ")));
+    };
+    let api = API.get_or_init(|| api);
+    let Some(version) = api.version() else {
+        return ToolState::Unavailable(format!("rocprofiler_get_version failed in {}", api.location));
+    };
+    if Layout::for_version(version).is_none() {
+        return ToolState::Unavailable(format!(
+            "rocprofiler-sdk {} at {} has record layouts this build does not know (supported: 0.4.0 to 1.x, ROCm 6.2 to 7.x)",
+            version_text(version),
+            api.location
+        ));
+    }
+    match api.initialized() {
+        Ok(0) => {}
+        Ok(_) => {
+            return ToolState::Unavailable(format!(
+                "rocprofiler-sdk at {} is already initialized by another tool (e.g. rocprofv3 or the host's tracer); use ROCTX_UTILS_CAPTURE=host to receive its records",
+                api.location
+            ))
+        }
+        Err(status) => return ToolState::Unavailable(format!("rocprofiler_is_initialized failed: {}", api.status_name(status))),
+    }
+    // SAFETY: `tool_configure` has the rocprofiler_configure_func_t signature and lives forever.
+    let status = unsafe { (api.force_configure)(tool_configure) };
+    if status != 0 {
+        return ToolState::Unavailable(format!(
+            "rocprofiler_force_configure returned {}{}",
+            api.status_name(status),
+            if status == 15 || status == 16 { " (another tool, e.g. rocprofv3, owns the SDK)" } else { "" }
+        ));
+    }
+    if let Some(why) = INIT_ERROR.lock().take() {
+        return ToolState::Unavailable(why);
+    }
+    if CONTEXT_STATE.load(Ordering::Acquire) != 1 {
+        return ToolState::Unavailable("rocprofiler-sdk never called our initialize".to_owned());
+    }
+    let layout = layout().unwrap_or(Layout::V7);
+    ToolState::Ready { version, layout, location: api.location.clone() }
+}
+
+fn layout() -> Option<Layout> {
+    match LAYOUT.load(Ordering::Acquire) {
+        1 => Some(Layout::V6),
+        2 => Some(Layout::V7),
+        _ => None,
+    }
+}
+
+static RESULT: SyncResult = SyncResult(ToolConfigureResult {
+    size: std::mem::size_of::<ToolConfigureResult>(),
+    initialize: Some(tool_initialize),
+    finalize: Some(tool_finalize),
+    tool_data: std::ptr::null_mut(),
+});
+
+/// The SDK only reads the result (and copies it); the raw pointer inside is null.
+struct SyncResult(ToolConfigureResult);
+// SAFETY: immutable after construction; `tool_data` is null.
+unsafe impl Sync for SyncResult {}
+
+/// Our `rocprofiler_configure`, passed by pointer to `force_configure`, never exported.
+unsafe extern "C" fn tool_configure(
+    version: u32,
+    _runtime_version: *const c_char,
+    _priority: u32,
+    client_id: *mut c_void,
+) -> *mut ToolConfigureResult {
+    guard(std::ptr::null_mut(), || {
+        // The version passed here is authoritative for the layouts.
+        let Some(layout) = Layout::for_version(version) else {
+            *INIT_ERROR.lock() = Some(format!("rocprofiler-sdk passed unknown version {version} to configure"));
+            return std::ptr::null_mut(); // decline
+        };
+        LAYOUT.store(if layout == Layout::V6 { 1 } else { 2 }, Ordering::Release);
+        // SAFETY: the SDK passes its client id struct for this version.
+        unsafe { rocprofiler::set_client_name(client_id, layout, c"roctx_utils") };
+        std::ptr::addr_of!(RESULT.0).cast_mut()
+    })
+}
+
+// rocprofiler_callback_tracing_kind_t
+const MARKER_KINDS: [c_int; 3] = [7, 8, 9]; // CORE_API, CONTROL_API, NAME_API
+
+unsafe extern "C" fn tool_initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> c_int {
+    guard(-1, || {
+        let (Some(api), Some(layout)) = (API.get(), layout()) else { return -1 };
+        let mut context = 0u64; // must be 0 on entry (SDK >= 0.5 checks)
+        // SAFETY: a valid out-pointer, inside initialize as the SDK requires.
+        let status = unsafe { (api.create_context)(&mut context) };
+        if status != 0 {
+            *INIT_ERROR.lock() = Some(format!("rocprofiler_create_context returned {}", api.status_name(status)));
+            return -1;
+        }
+        let callback: *const c_void = match layout {
+            Layout::V6 => on_marker_v6 as *const c_void,
+            Layout::V7 => on_marker_v7 as *const c_void,
+        };
+        for kind in MARKER_KINDS {
+            // SAFETY: all operations (null, 0); the callback matches the layout's record type.
+            let status = unsafe { (api.configure_callback_tracing_service)(context, kind, std::ptr::null(), 0, callback, std::ptr::null_mut()) };
+            if status != 0 {
+                if kind == 7 {
+                    *INIT_ERROR.lock() = Some(format!(
+                        "subscribing MARKER_CORE_API failed: {} (another tool may have taken it)",
+                        api.status_name(status)
+                    ));
+                    return -1;
+                }
+                crate::log::warn(format_args!(
+                    "rocprofiler-sdk: subscribing marker kind {kind} failed ({}); thread names or pause/resume will not be captured",
+                    api.status_name(status)
+                ));
+            }
+        }
+        CONTEXT.store(context, Ordering::Release);
+        CONTEXT_STATE.store(1, Ordering::Release);
+        0
+    })
+}
+
+unsafe extern "C" fn tool_finalize(_tool_data: *mut c_void) {
+    guard((), || CONTEXT_STATE.store(2, Ordering::Release))
+}
+
+/// MARKER_* callback for SDK 0.x (56-byte record, passed by value).
+unsafe extern "C" fn on_marker_v6(record: CallbackRecordV6, _user_data: *mut c_void, _cb_data: *mut c_void) {
+    // SAFETY: the SDK's payload is valid for the callback.
+    guard((), || {
+        let _ = unsafe { super::on_record(&record.into()) };
+    })
+}
+
+/// MARKER_* callback for SDK 1.x (64-byte record, passed by value).
+unsafe extern "C" fn on_marker_v7(record: CallbackRecordV7, _user_data: *mut c_void, _cb_data: *mut c_void) {
+    // SAFETY: as above.
+    guard((), || {
+        let _ = unsafe { super::on_record(&record.into()) };
+    })
+}
+
+/// Starts the marker context (a session begins).
+pub(crate) fn start_context() -> Result<(), String> {
+    let api = API.get().ok_or("rocprofiler-sdk is not loaded")?;
+    if CONTEXT_STATE.load(Ordering::Acquire) != 1 {
+        return Err("rocprofiler-sdk has finalized or was never configured".to_owned());
+    }
+    // SAFETY: a context we created.
+    let status = unsafe { (api.start_context)(CONTEXT.load(Ordering::Acquire)) };
+    if status == 0 { Ok(()) } else { Err(format!("rocprofiler_start_context returned {}", api.status_name(status))) }
+}
+
+/// Stops the marker context (the session ends); failures are logged, not fatal.
+pub(crate) fn stop_context() {
+    let Some(api) = API.get() else { return };
+    if CONTEXT_STATE.load(Ordering::Acquire) != 1 {
+        return;
+    }
+    // SAFETY: a context we created.
+    let status = unsafe { (api.stop_context)(CONTEXT.load(Ordering::Acquire)) };
+    if status != 0 {
+        crate::log::warn(format_args!("rocprofiler_stop_context returned {}", api.status_name(status)));
+    }
+}
