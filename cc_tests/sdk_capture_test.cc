@@ -212,6 +212,43 @@ TEST_F(SdkCapture, NothingIsDeliveredBetweenSessions) {
   EXPECT_TRUE(second.events.empty());
 }
 
+std::string CurrentLabel() {
+  char buf[256];
+  roctx_utils_current_label(buf, sizeof(buf));
+  return buf;
+}
+
+TEST_F(SdkCapture, GetCurrentRoctxLabelReturnsTopOfStack) {
+  tsl::profiler::RangePush(nullptr, "outer_label");
+  tsl::profiler::RangePush(nullptr, "inner_label");
+  EXPECT_EQ(CurrentLabel(), "inner_label");
+  tsl::profiler::RangePop(nullptr);
+  EXPECT_EQ(CurrentLabel(), "outer_label");
+  tsl::profiler::RangePop(nullptr);
+  Result r;
+  Finish(&r);
+}
+
+TEST_F(SdkCapture, GetCurrentRoctxLabelEmptyAfterPop) {
+  tsl::profiler::RangePush(nullptr, "short_lived");
+  tsl::profiler::RangePop(nullptr);
+  EXPECT_EQ(CurrentLabel(), "");
+  EXPECT_EQ(roctx_utils_current_label(nullptr, 0), 0u);
+  Result r;
+  Finish(&r);
+}
+
+TEST_F(SdkCapture, GetCurrentRoctxLabelCopyStaysValidAfterLaterRoctxCalls) {
+  tsl::profiler::RangePush(nullptr, "kept_label");
+  const std::string copy = CurrentLabel();
+  tsl::profiler::RangePush(nullptr, "next");
+  tsl::profiler::RangePop(nullptr);
+  tsl::profiler::RangePop(nullptr);
+  EXPECT_EQ(copy, "kept_label");
+  Result r;
+  Finish(&r);
+}
+
 TEST(SdkCaptureCap, CapOf8Keeps8Of25AndCounts17) {
   ASSERT_EQ(Start(ROCTX_UTILS_CAPTURE_DEFAULT, 8), ROCTX_UTILS_OK);
   for (int i = 0; i < 25; ++i) Sdk().marker(kCore, kMark, kEnter, ("m" + std::to_string(i)).c_str(), 0, 0);

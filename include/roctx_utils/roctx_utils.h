@@ -171,6 +171,11 @@ void roctx_utils_snapshot_stats(const roctx_utils_snapshot* snapshot, roctx_util
  * (NUL-terminated, truncated to cap) and returns its full length; 0 if unnamed. */
 size_t roctx_utils_snapshot_thread_name(const roctx_utils_snapshot* snapshot, uint64_t tid, char* buf, size_t cap);
 
+/* Copies the label of the innermost range open on the calling thread in the running session
+ * (what a kernel launched now is attributed to) into buf, NUL-terminated and truncated to cap;
+ * returns its full length, 0 when none is open. */
+size_t roctx_utils_current_label(char* buf, size_t cap);
+
 /* Host-fed mode: call from your own rocprofiler-sdk MARKER_CORE_API (or CONTROL/NAME, or 7.x
  * CORE_RANGE) callback with the record you received (&record, sizeof(record)) and the SDK
  * version your rocprofiler_configure was given. Recorded only while a session runs in HOST

@@ -200,6 +200,18 @@ impl ThreadBuffer {
         }
     }
 
+    pub(crate) fn current_label(&self, ctx: &Ctx) -> String {
+        let mut inner = self.inner.lock();
+        inner.sync(ctx);
+        match inner.stack.last() {
+            Some(Frame { fate: Fate::Record { label_off, label_len }, .. }) if ctx.recording => {
+                let (off, len) = (*label_off as usize, *label_len as usize);
+                String::from_utf8_lossy(&inner.labels[off..off + len]).into_owned()
+            }
+            _ => String::new(),
+        }
+    }
+
     pub(crate) fn count(&self, outcome: Outcome, ctx: &Ctx) {
         let mut inner = self.inner.lock();
         inner.sync(ctx);

@@ -485,6 +485,13 @@ pub fn range_stop(id: u64, ts: u64, tid: u64) {
     });
 }
 
+/// The label of the innermost range open on the calling thread in the running session, or
+/// empty (what a kernel launched now would be attributed to). A copy: valid as long as the
+/// caller keeps it.
+pub fn current_label() -> String {
+    with_buffer(|b, ctx| b.current_label(ctx)).unwrap_or_default()
+}
+
 /// Names OS thread `tid` (kept for the process, across sessions).
 pub fn name_thread(tid: u64, name: &[u8]) {
     let name = String::from_utf8_lossy(buffer::clip_label(name)).into_owned();

@@ -248,3 +248,25 @@ fn start_twice_and_stop_twice_are_errors() {
     stop().unwrap();
     assert_eq!(stop().unwrap_err(), SessionError::NotRunning);
 }
+
+#[test]
+fn current_label_is_the_innermost_open_range_and_empty_after_pop() {
+    let _g = SERIAL.lock();
+    start(opts(100), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        assert_eq!(current_label(), "");
+        push(b"outer", 1, tid);
+        assert_eq!(current_label(), "outer");
+        push(b"inner", 2, tid);
+        let view = current_label();
+        push(b"innermost", 3, tid); // the earlier copy stays valid after more roctx calls
+        assert_eq!(view, "inner");
+        pop(4, tid);
+        pop(5, tid);
+        assert_eq!(current_label(), "outer");
+        pop(6, tid);
+        assert_eq!(current_label(), "");
+    });
+    stop().unwrap();
+}

@@ -346,6 +346,23 @@ pub unsafe extern "C" fn roctx_utils_snapshot_thread_name(snapshot: *const Snaps
     })
 }
 
+/// `roctx_utils_current_label`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_current_label(buf: *mut c_char, cap: usize) -> usize {
+    guard(0, || {
+        let label = crate::collector::current_label();
+        if !buf.is_null() && cap > 0 {
+            let n = label.len().min(cap - 1);
+            // SAFETY: `buf` has `cap` writable bytes (header contract); n < cap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(label.as_ptr(), buf.cast::<u8>(), n);
+                buf.add(n).write(0);
+            }
+        }
+        label.len()
+    })
+}
+
 /// `roctx_utils_listener_feed`.
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_listener_feed(record: *const std::ffi::c_void, record_size: usize, sdk_version: u32) -> i32 {
