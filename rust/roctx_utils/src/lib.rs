@@ -15,14 +15,16 @@ and trace export, as one Rust library linked into C++ hosts.
         v
 ```
 
-Only the emitter exists today; the listener, collector, exporters and kernel attribution are
-being built in that order (see `docs/architecture.md`). Data flows one way: later stages never
+The exporters and kernel attribution are being built next (see `docs/architecture.md`). Data flows one way: later stages never
 call earlier ones.
 
 # Modules
 
 - [`emitter`]: the drop-in API's behaviour: the `XLA_ROCM_ENABLE_ROCTX` latch, the dual push
   into AnnotationStack and roctx, naming, string interning, the annotation object.
+- [`listener`]: capture modes and sessions; rocprofiler-sdk tool mode, host-fed records, the
+  marker state machine.
+- [`collector`]: per-thread bounded buffers, exact drop counters, snapshots.
 - [`ffi`]: every crossing of the C ABI: the cxx bridge, the C surface of `roctx_utils.h`, the
   run-time roctx binding and the panic guard that keeps unwinding out of the host.
 
@@ -34,6 +36,8 @@ call earlier ones.
 | `ROCTX_UTILS_ROCTX_LIBRARY` | once | roctx library to try first (a path or soname) |
 | `ROCM_PATH` | once | extra roctx search directory `$ROCM_PATH/lib` |
 | `ROCTX_UTILS_STRING_POOL_BYTES` | once | cap on RegisterString's pool (bytes, `k`/`m`/`g` suffixes); default 64 MiB |
+| `ROCTX_UTILS_CAPTURE` | once | `auto` (default), `sdk`, `self`, `host`, `off` |
+| `ROCTX_UTILS_ROCPROFILER_LIBRARY` | once | rocprofiler-sdk library to try first |
 | `ROCTX_UTILS_LOG` | once | `warn` (default), `info`, or `off` for roctx_utils' own stderr messages |
 
 # Example
