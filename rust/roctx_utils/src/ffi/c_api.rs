@@ -327,6 +327,23 @@ pub unsafe extern "C" fn roctx_utils_snapshot_stats(snapshot: *const SnapshotHan
     })
 }
 
+/// Copies `text` into a caller's buffer, NUL-terminated and truncated to `cap`; returns the
+/// full length (the C convention of the header's string getters).
+///
+/// # Safety
+/// `buf` must be null or have `cap` writable bytes.
+unsafe fn copy_out(text: &str, buf: *mut c_char, cap: usize) -> usize {
+    if !buf.is_null() && cap > 0 {
+        let n = text.len().min(cap - 1);
+        // SAFETY: per contract, and n < cap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+            buf.add(n).write(0);
+        }
+    }
+    text.len()
+}
+
 /// `roctx_utils_snapshot_thread_name`: copies the name into a caller buffer (NUL-terminated,
 /// truncated to fit) and returns its full length; 0 when the thread has no name.
 #[no_mangle]
@@ -334,15 +351,8 @@ pub unsafe extern "C" fn roctx_utils_snapshot_thread_name(snapshot: *const Snaps
     guard(0, || {
         // SAFETY: null or live handle (header contract).
         let Some(name) = unsafe { snapshot.as_ref() }.and_then(|s| s.thread_names.get(&tid)) else { return 0 };
-        if !buf.is_null() && cap > 0 {
-            let n = name.len().min(cap - 1);
-            // SAFETY: `buf` has `cap` writable bytes (header contract); n < cap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(name.as_ptr(), buf.cast::<u8>(), n);
-                buf.add(n).write(0);
-            }
-        }
-        name.len()
+        // SAFETY: forwarded header contract for `buf`/`cap`.
+        unsafe { copy_out(name, buf, cap) }
     })
 }
 
@@ -350,16 +360,8 @@ pub unsafe extern "C" fn roctx_utils_snapshot_thread_name(snapshot: *const Snaps
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_current_label(buf: *mut c_char, cap: usize) -> usize {
     guard(0, || {
-        let label = crate::collector::current_label();
-        if !buf.is_null() && cap > 0 {
-            let n = label.len().min(cap - 1);
-            // SAFETY: `buf` has `cap` writable bytes (header contract); n < cap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(label.as_ptr(), buf.cast::<u8>(), n);
-                buf.add(n).write(0);
-            }
-        }
-        label.len()
+        // SAFETY: forwarded header contract for `buf`/`cap`.
+        unsafe { copy_out(&crate::collector::current_label(), buf, cap) }
     })
 }
 
