@@ -83,6 +83,7 @@ typedef enum roctx_utils_status {
   ROCTX_UTILS_ALREADY_RUNNING = 1,
   ROCTX_UTILS_NOT_RUNNING = 2,
   ROCTX_UTILS_INVALID_ARGUMENT = 3,
+  ROCTX_UTILS_IO_ERROR = 4,
   ROCTX_UTILS_INTERNAL_ERROR = -1,
 } roctx_utils_status;
 
@@ -182,6 +183,38 @@ size_t roctx_utils_current_label(char* buf, size_t cap);
  * mode. Returns 0 accepted, 1 not capturing, -1 rejected (unknown version, wrong size,
  * malformed payload; counted in rejected_records). */
 int roctx_utils_listener_feed(const void* record, size_t record_size, uint32_t sdk_version);
+
+/* ---- export (XSpace for TensorBoard/XProf, Chrome JSON) ----
+ * Env ROCTX_UTILS_XSPACE_OUT=<logdir> does all of this with no code: a session starts with the
+ * first range and is written to <logdir>/plugins/profile/<run>/<host>.xplane.pb at stop or exit. */
+
+/* Bytes owned by roctx_utils; release with roctx_utils_buffer_free. */
+typedef struct roctx_utils_buffer {
+  uint8_t* data;
+  size_t len;
+} roctx_utils_buffer;
+
+void roctx_utils_buffer_free(roctx_utils_buffer* buffer);
+
+/* The snapshot as a serialized XPlane named "/host:ROCTX" (one line "Host Threads/<tid>/ROCTX"
+ * per thread, nvtx_range stats), for a host that assembles its own XSpace and merges it with
+ * its post-processing. Timestamps are wall-clock ns, like XLA's host planes. */
+int roctx_utils_snapshot_roctx_plane(const roctx_utils_snapshot* snapshot, roctx_utils_buffer* out);
+
+/* Merges the snapshot into a serialized XSpace (len 0 = an empty one): the ROCTX plane is merged
+ * into /host:CPU as XLA's post-processing does, and rows are numbered so XProf draws every ROCTX
+ * line in its own row right below its thread. Drops and caps are added to XSpace.warnings.
+ * INVALID_ARGUMENT if the input is not an XSpace. */
+int roctx_utils_merge_into_xspace(const uint8_t* xspace, size_t xspace_len,
+                                  const roctx_utils_snapshot* snapshot, roctx_utils_buffer* out);
+
+/* Writes <logdir>/plugins/profile/<run>/<host>.xplane.pb (run NULL = current UTC time,
+ * YYYY_MM_DD_hh_mm_ss) and copies the file's path into path_out (may be NULL). */
+int roctx_utils_snapshot_write_logdir(const roctx_utils_snapshot* snapshot, const char* logdir,
+                                      const char* run, char* path_out, size_t cap);
+
+/* Writes Chrome trace-event JSON (chrome://tracing, Perfetto) to path. */
+int roctx_utils_snapshot_write_chrome(const roctx_utils_snapshot* snapshot, const char* path);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -35,6 +35,7 @@ assert!(json.to_string().contains("\"nvtx_range\":\"inner\""));
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod chrome;
+pub mod inspect;
 pub mod logdir;
 mod model;
 pub mod xplane;

@@ -15,7 +15,7 @@ and trace export, as one Rust library linked into C++ hosts.
         v
 ```
 
-The exporters and kernel attribution are being built next (see `docs/architecture.md`). Data flows one way: later stages never
+Kernel attribution and the roofline report come next (see `docs/architecture.md`). Data flows one way: later stages never
 call earlier ones.
 
 # Modules
@@ -25,6 +25,8 @@ call earlier ones.
 - [`listener`]: capture modes and sessions; rocprofiler-sdk tool mode, host-fed records, the
   marker state machine.
 - [`collector`]: per-thread bounded buffers, exact drop counters, snapshots.
+- [`export`]: snapshots as XSpace (a `/host:ROCTX` plane merged into `/host:CPU`), TensorBoard
+  log directories and Chrome JSON (formats in the `roctx_export` crate).
 - [`ffi`]: every crossing of the C ABI: the cxx bridge, the C surface of `roctx_utils.h`, the
   run-time roctx binding and the panic guard that keeps unwinding out of the host.
 
@@ -38,6 +40,7 @@ call earlier ones.
 | `ROCTX_UTILS_STRING_POOL_BYTES` | once | cap on RegisterString's pool (bytes, `k`/`m`/`g` suffixes); default 64 MiB |
 | `ROCTX_UTILS_CAPTURE` | once | `auto` (default), `sdk`, `self`, `host`, `off` |
 | `ROCTX_UTILS_ROCPROFILER_LIBRARY` | once | rocprofiler-sdk library to try first |
+| `ROCTX_UTILS_XSPACE_OUT` | once | a log directory: capture from the first range, write `<dir>/plugins/profile/<run>/<host>.xplane.pb` at stop/exit |
 | `ROCTX_UTILS_LOG` | once | `warn` (default), `info`, or `off` for roctx_utils' own stderr messages |
 
 # Example
@@ -57,6 +60,7 @@ assert_eq!(text.to_str().unwrap(), "Thunk:#hlo_op=fusion.3#");
 
 pub mod collector;
 pub mod emitter;
+pub mod export;
 pub mod ffi;
 pub mod listener;
 mod log;

@@ -42,6 +42,13 @@ pub(crate) fn info(args: Arguments<'_>) {
     }
 }
 
+/// A result the user asked for (e.g. where a trace was written): shown unless logging is off.
+pub(crate) fn warn_or_info(args: Arguments<'_>) {
+    if level() >= Level::Warn {
+        emit("info", args);
+    }
+}
+
 /// `warn_once!(FLAG, "...")`: the first caller that flips `FLAG` logs; later ones stay silent.
 macro_rules! warn_once {
     ($flag:expr, $($arg:tt)+) => {{

@@ -371,3 +371,133 @@ pub unsafe extern "C" fn roctx_utils_listener_feed(record: *const std::ffi::c_vo
     // SAFETY: forwarded contract (header): `record_size` readable bytes, payload valid now.
     guard(listener::FeedStatus::Rejected as i32, || unsafe { listener::feed(record, record_size, sdk_version) } as i32)
 }
+
+// ---- export ----
+
+const STATUS_IO_ERROR: i32 = 4;
+
+/// Mirror of `roctx_utils_buffer`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct BufferC {
+    data: *mut u8,
+    len: usize,
+}
+
+fn give_buffer(bytes: Vec<u8>, out: &mut BufferC) {
+    let boxed = bytes.into_boxed_slice();
+    out.len = boxed.len();
+    out.data = Box::into_raw(boxed).cast::<u8>();
+}
+
+/// `roctx_utils_buffer_free`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_buffer_free(buffer: *mut BufferC) {
+    guard((), || {
+        // SAFETY: null or a buffer filled by one of our functions (header contract).
+        if let Some(b) = unsafe { buffer.as_mut() } {
+            if !b.data.is_null() {
+                // SAFETY: `data`/`len` came from Box<[u8]>::into_raw in give_buffer.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(b.data, b.len)) });
+            }
+            b.data = std::ptr::null_mut();
+            b.len = 0;
+        }
+    })
+}
+
+/// `roctx_utils_snapshot_roctx_plane`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_snapshot_roctx_plane(snapshot: *const SnapshotHandle, out: *mut BufferC) -> i32 {
+    guard(STATUS_INTERNAL, || {
+        // SAFETY: null or live handle / writable struct (header contract).
+        let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) else { return STATUS_INVALID_ARGUMENT };
+        let plane = crate::export::xplane::roctx_plane(&crate::export::trace(s));
+        give_buffer(prost::Message::encode_to_vec(&plane), out);
+        STATUS_OK
+    })
+}
+
+/// `roctx_utils_merge_into_xspace`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_merge_into_xspace(
+    xspace: *const u8,
+    xspace_len: usize,
+    snapshot: *const SnapshotHandle,
+    out: *mut BufferC,
+) -> i32 {
+    guard(STATUS_INTERNAL, || {
+        // SAFETY: null or live handle / writable struct (header contract).
+        let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) else { return STATUS_INVALID_ARGUMENT };
+        let input: &[u8] = if xspace_len == 0 {
+            &[]
+        } else if xspace.is_null() {
+            return STATUS_INVALID_ARGUMENT;
+        } else {
+            // SAFETY: `xspace_len` readable bytes (header contract).
+            unsafe { std::slice::from_raw_parts(xspace, xspace_len) }
+        };
+        match crate::export::xplane::merge_into_bytes(input, &crate::export::trace(s)) {
+            Ok(bytes) => {
+                give_buffer(bytes, out);
+                STATUS_OK
+            }
+            Err(_) => STATUS_INVALID_ARGUMENT,
+        }
+    })
+}
+
+/// # Safety
+/// `p` must be null or a NUL-terminated string valid for the call.
+unsafe fn path_arg(p: *const c_char) -> Option<std::path::PathBuf> {
+    // SAFETY: per contract.
+    let s = unsafe { p.as_ref().map(|_| std::ffi::CStr::from_ptr(p)) }?;
+    let s = s.to_str().ok()?;
+    (!s.is_empty()).then(|| std::path::PathBuf::from(s))
+}
+
+/// `roctx_utils_snapshot_write_logdir`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_snapshot_write_logdir(
+    snapshot: *const SnapshotHandle,
+    logdir: *const c_char,
+    run: *const c_char,
+    path_out: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(STATUS_INTERNAL, || {
+        // SAFETY: header contract for every pointer argument.
+        let (Some(s), Some(dir)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(logdir) }) else { return STATUS_INVALID_ARGUMENT };
+        // SAFETY: as above.
+        let run = unsafe { path_arg(run) }.map(|r| r.to_string_lossy().into_owned());
+        match crate::export::write_logdir(s, &dir, run.as_deref()) {
+            Ok(path) => {
+                // SAFETY: header contract for `path_out`/`cap`.
+                unsafe { copy_out(&path.to_string_lossy(), path_out, cap) };
+                STATUS_OK
+            }
+            Err(e) => {
+                crate::log::warn(format_args!("writing the XSpace under {}: {e}", dir.display()));
+                STATUS_IO_ERROR
+            }
+        }
+    })
+}
+
+/// `roctx_utils_snapshot_write_chrome`.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_snapshot_write_chrome(snapshot: *const SnapshotHandle, path: *const c_char) -> i32 {
+    guard(STATUS_INTERNAL, || {
+        // SAFETY: header contract.
+        let (Some(s), Some(path)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(path) }) else { return STATUS_INVALID_ARGUMENT };
+        let space = crate::export::xplane::standalone_xspace(&crate::export::trace(s));
+        let json = crate::export::chrome::from_xspace(&space).to_string();
+        match std::fs::write(&path, json) {
+            Ok(()) => STATUS_OK,
+            Err(e) => {
+                crate::log::warn(format_args!("writing {}: {e}", path.display()));
+                STATUS_IO_ERROR
+            }
+        }
+    })
+}

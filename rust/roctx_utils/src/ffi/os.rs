@@ -37,3 +37,36 @@ fn gettid() -> u64 {
     // CAST: thread ids are positive.
     tid as u64
 }
+
+/// `CLOCK_REALTIME` in ns (wall clock, what XLA's host planes use).
+pub fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: as in boottime_ns.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    // CAST: i64 seconds and nanoseconds from the kernel.
+    (ts.tv_sec as i64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as i64)
+}
+
+/// This machine's host name, or "localhost".
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its length; gethostname NUL-terminates when it fits.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    if rc != 0 || end == 0 {
+        return "localhost".to_owned();
+    }
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Runs `f` at normal process exit (libc `atexit`), once.
+pub fn at_exit(f: extern "C" fn()) {
+    // SAFETY: `f` is a plain function with the signature atexit expects; registering can only
+    // fail on allocation failure, in which case nothing runs at exit.
+    unsafe {
+        libc::atexit(f);
+    }
+}

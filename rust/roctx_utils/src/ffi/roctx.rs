@@ -145,7 +145,14 @@ static ROCTX: OnceLock<Option<Roctx>> = OnceLock::new();
 /// The bound roctx, loading it on the first call; `None` when no library could be used.
 #[inline(always)]
 pub fn api() -> Option<&'static Roctx> {
-    ROCTX.get_or_init(load).as_ref()
+    if let Some(bound) = ROCTX.get() {
+        return bound.as_ref();
+    }
+    let bound = ROCTX.get_or_init(load).as_ref();
+    // Outside the latch's initializer, which must not be re-entered: a session started here may
+    // need to know the roctx flavor.
+    crate::export::auto_session(bound.map(Roctx::flavor));
+    bound
 }
 
 /// Where to look, in order (see the module docs).
@@ -192,9 +199,9 @@ fn load() -> Option<Roctx> {
     // ungated) it is setup detail.
     let report = if crate::emitter::emission_enabled() { crate::log::warn } else { crate::log::info };
     report(format_args!(
-        "no roctx library could be loaded, so ranges reach AnnotationStack only (no ROCTX rows in \
-         rocprofv3/XProf). Tried, in order: {}. Install rocprofiler-sdk-roctx or set {LIBRARY_VAR} \
-         to its path.",
+        "no roctx library could be loaded, so ranges reach AnnotationStack and roctx_utils' own \
+         capture only; rocprofv3 and other roctx tools will not see them. Tried, in order: {}. \
+         Install rocprofiler-sdk-roctx or set {LIBRARY_VAR} to its path.",
         tried.join("; ")
     ));
     None

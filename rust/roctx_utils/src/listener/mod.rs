@@ -84,12 +84,24 @@ pub(crate) fn before_first_roctx_call() {
 /// Starts a capture session. `requested = None` uses `ROCTX_UTILS_CAPTURE`. Returns the mode
 /// actually used; fallbacks are logged once with the reason.
 pub fn start_session(options: SessionOptions, requested: Option<Requested>) -> Result<CaptureMode, SessionError> {
+    crate::export::explicit_session_starting();
+    let roctx = crate::ffi::roctx::api().map(|r| r.flavor());
+    start_session_for(options, requested, roctx)
+}
+
+/// [`start_session`] with the bound roctx's flavor given (from inside the roctx binding, which
+/// must not ask for itself).
+pub(crate) fn start_session_for(
+    options: SessionOptions,
+    requested: Option<Requested>,
+    roctx: Option<crate::ffi::roctx::Flavor>,
+) -> Result<CaptureMode, SessionError> {
     let requested = requested.unwrap_or_else(requested_from_env);
     let mode = match requested {
         Requested::Off => CaptureMode::Off,
         Requested::InProcess => CaptureMode::InProcess,
         Requested::Host => CaptureMode::Host,
-        Requested::Auto | Requested::Sdk => resolve_sdk(requested),
+        Requested::Auto | Requested::Sdk => resolve_sdk(requested, roctx),
     };
     collector::start(options, mode)?;
     if mode == CaptureMode::Sdk {
@@ -104,8 +116,8 @@ pub fn start_session(options: SessionOptions, requested: Option<Requested>) -> R
     Ok(mode)
 }
 
-fn resolve_sdk(requested: Requested) -> CaptureMode {
-    let roctx_reaches_sdk = || crate::ffi::roctx::api().is_some_and(|r| r.flavor() == crate::ffi::roctx::Flavor::Sdk);
+fn resolve_sdk(requested: Requested, roctx: Option<crate::ffi::roctx::Flavor>) -> CaptureMode {
+    let roctx_reaches_sdk = || roctx == Some(crate::ffi::roctx::Flavor::Sdk);
     match tool::prepare() {
         tool::ToolState::Ready { .. } if requested == Requested::Sdk || roctx_reaches_sdk() => CaptureMode::Sdk,
         tool::ToolState::Ready { .. } => {
@@ -123,12 +135,14 @@ fn resolve_sdk(requested: Requested) -> CaptureMode {
     }
 }
 
-/// Stops the session and returns its events.
+/// Stops the session and returns its events (written to `ROCTX_UTILS_XSPACE_OUT` if set).
 pub fn stop_session() -> Result<Snapshot, SessionError> {
     if collector::active() && collector::mode() == CaptureMode::Sdk {
         tool::stop_context();
     }
-    collector::stop()
+    let snapshot = collector::stop()?;
+    crate::export::on_session_stopped(&snapshot);
+    Ok(snapshot)
 }
 
 /// Outcome of [`feed`].

@@ -1,0 +1,105 @@
+//! What the user sees when something goes wrong, and the exit statuses. Owns the `roctx:`
+//! prefix, hints, and the one place that maps a failure to an exit code; holds no state.
+//!
+//! One meaning per exit code: 0 success, 1 the trace has validation errors (so scripts can gate
+//! on `roctx inspect`), 2 bad usage or an input/output problem. A closed stdout (`| head`) is
+//! not an error: the command stops quietly with 0.
+
+use std::fmt::Display;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Exit status of a command that ran to the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Done, no validation errors (warnings allowed).
+    Clean,
+    /// Done, but validation found errors: what XProf would draw wrong.
+    Invalid,
+}
+
+impl Status {
+    /// The process exit code.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Status::Clean => 0,
+            Status::Invalid => 1,
+        }
+    }
+}
+
+/// Exit code for bad usage and for inputs or outputs that could not be read, decoded or written.
+pub(crate) const FAILED: u8 = 2;
+
+/// Why a command stopped early.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Printed as `roctx: <message>`, then `hint: <hint>`; exit [`FAILED`].
+    Fatal {
+        /// The thing and the cause.
+        message: String,
+        /// The next step, if there is one worth naming.
+        hint: Option<String>,
+    },
+    /// stdout was closed by its reader: exit 0, print nothing.
+    BrokenPipe,
+}
+
+impl Failure {
+    /// A fatal error without a hint.
+    pub(crate) fn new(message: impl Into<String>) -> Failure {
+        Failure::Fatal { message: message.into(), hint: None }
+    }
+
+    /// Adds the next step to a fatal error.
+    pub(crate) fn hint(self, hint: impl Into<String>) -> Failure {
+        match self {
+            Failure::Fatal { message, .. } => Failure::Fatal { message, hint: Some(hint.into()) },
+            other => other,
+        }
+    }
+
+    /// `<what> <path>: <err>`, e.g. "writing out.json: Permission denied (os error 13)".
+    pub(crate) fn io(what: &str, path: &Path, err: impl Display) -> Failure {
+        Failure::new(format!("{what} {}: {err}", path.display()))
+    }
+
+    /// A failed write to stdout: a closed pipe ends the command quietly.
+    pub(crate) fn stdout(err: io::Error) -> Failure {
+        if err.kind() == io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::new(format!("writing to stdout: {err}"))
+        }
+    }
+
+    /// Prints the failure (if it has anything to say) and returns the exit code.
+    pub(crate) fn report(self) -> u8 {
+        match self {
+            Failure::BrokenPipe => 0,
+            Failure::Fatal { message, hint } => {
+                error(&message);
+                if let Some(text) = hint {
+                    self::hint(&text);
+                }
+                FAILED
+            }
+        }
+    }
+}
+
+/// `roctx: <message>` on stderr. A closed stderr is ignored: there is nobody left to tell.
+pub(crate) fn error(message: &str) {
+    let _ = writeln!(io::stderr(), "roctx: {message}");
+}
+
+/// `hint: <next step>` on stderr, after an error.
+pub(crate) fn hint(text: &str) {
+    let _ = writeln!(io::stderr(), "hint: {text}");
+}
+
+/// Writes `text` to stdout and flushes it.
+pub(crate) fn print(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(Failure::stdout)
+}
