@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// `tensorboard --logdir`, holding `plugins/profile/<run>/<host>.xplane.pb`), which stands for
 /// the files of its newest run.
 #[derive(Debug, Parser)]
-#[command(name = "roctx", version, propagate_version = true)]
+#[command(name = "roctx", version)]
 #[command(after_help = "Exit status: 0 success; 1 the trace has validation errors (inspect, merge); 2 bad usage, or an input could not be read or written.")]
 pub(crate) struct Cli {
     #[command(subcommand)]

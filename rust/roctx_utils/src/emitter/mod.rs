@@ -40,13 +40,16 @@ pub fn domain() -> *const u8 {
 /// routing decision (ScopedAnnotation), not ours.
 #[inline]
 pub fn range_push(text: CText<'_>) {
+    // Bind roctx first: the first binding may start a capture session (ROCTX_UTILS_XSPACE_OUT),
+    // which must see this very range.
+    let api = roctx::api();
     if host::annotation_stack_enabled() {
         host::annotation_stack_push(text.to_bytes());
     }
     if collector::in_process_enabled() {
         collector::push(text.to_bytes(), collector::now_ns(), collector::current_tid());
     }
-    if let Some(api) = roctx::api() {
+    if let Some(api) = api {
         api.range_push(text);
     }
 }
@@ -69,10 +72,11 @@ pub fn range_pop() {
 
 /// An instant event (`roctxMarkA`), recorded in-process too.
 pub fn mark(text: CText<'_>) {
+    let api = roctx::api(); // first: see range_push
     if collector::in_process_enabled() {
         collector::mark(text.to_bytes(), collector::now_ns(), collector::current_tid());
     }
-    if let Some(api) = roctx::api() {
+    if let Some(api) = api {
         api.mark(text);
     }
 }
@@ -80,7 +84,8 @@ pub fn mark(text: CText<'_>) {
 /// Opens a range that may end on another thread (`roctxRangeStartA`); returns its id.
 pub fn range_start(text: CText<'_>) -> u64 {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    // roctx's own id when bound (so external tools and we agree), else ours.
+    // roctx's own id when bound (so external tools and we agree), else ours. Binding first
+    // also lets an automatic session see this range (see range_push).
     let id = roctx::api()
         .and_then(|api| api.range_start(text))
         .unwrap_or_else(|| NEXT_ID.fetch_add(1, Ordering::Relaxed));

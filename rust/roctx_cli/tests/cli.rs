@@ -1,0 +1,315 @@
+//! The `roctx` binary, end to end. Contents:
+//!
+//! - `inspect`: text and JSON summaries, log directories, the exit code scripts gate on;
+//! - `merge`: an XLA capture plus a roctx_utils log directory;
+//! - `convert`: Chrome JSON to stdout and to a gzip file;
+//! - errors: what users see for bad paths, bad files and bad flags, and that nothing panics.
+//!
+//! The harness (`TestCommand`, scratch `Dir`, fixtures) is in `util/`.
+
+mod util;
+
+use std::io::Read;
+use std::process::Stdio;
+
+use roctx_export::logdir;
+use roctx_export::xplane_proto::XSpace;
+use serde_json::Value;
+use util::{plane, s, sample_space, xla_space, Dir};
+
+/// The JSON line entry named `name` in plane `plane` of the first file of an inspect document.
+fn json_line<'a>(doc: &'a Value, plane: &str, name: &str) -> &'a Value {
+    let planes = doc["files"][0]["planes"].as_array().expect("planes");
+    let p = planes.iter().find(|p| p["name"] == plane).unwrap_or_else(|| panic!("no plane {plane} in {doc:#}"));
+    p["lines"].as_array().unwrap().iter().find(|l| l["name"] == name).unwrap_or_else(|| panic!("no line {name} in {p:#}"))
+}
+
+// --- inspect ------------------------------------------------------------------------------
+
+#[test]
+fn inspect_shows_rows_nesting_depth_and_event_names_of_a_log_directory_file() {
+    let dir = Dir::new("inspect_text");
+    let file = logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "host0", &sample_space()).unwrap();
+    let run = dir.command().args(["inspect", s(&file)]).expect(0);
+    let out = &run.stdout;
+    assert!(out.starts_with(s(&file)), "{out}");
+    assert!(out.contains("hostnames: host0"), "{out}");
+    assert!(out.contains("xspace warning: roctx_utils: 3 events dropped"), "{out}");
+    assert!(out.contains("plane \"/host:CPU\" (id 0): 2 lines, 5 events, rendered by XProf"), "{out}");
+    // row, id, events, depth, then the name.
+    let row = |name: &str| -> Vec<String> {
+        let line = out.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("no row {name}:\n{out}"));
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    let main = row("Host Threads/4242/ROCTX (shown as \"Host Threads/4242/ROCTX (main)\")");
+    assert_eq!(main[..4], ["1", "4242", "4", "2"].map(String::from));
+    assert!(main.join(" ").ends_with("outer, inner, mark"), "{main:?}");
+    let other = row("Host Threads/4300/ROCTX");
+    assert_eq!(other[..4], ["2", "4300", "1", "1"].map(String::from));
+    assert!(out.contains("validation: ok"), "{out}");
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn inspect_json_reports_the_same_values_with_stable_keys() {
+    let dir = Dir::new("inspect_json");
+    let file = logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "host0", &sample_space()).unwrap();
+    let doc = dir.command().args(["inspect", "--json", s(&file)]).expect(0).json();
+    let mut keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["error_count", "files", "warning_count"]);
+    assert_eq!((doc["error_count"].as_u64(), doc["warning_count"].as_u64()), (Some(0), Some(0)));
+    let f = &doc["files"][0];
+    assert_eq!(f["path"], s(&file));
+    assert_eq!(f["hostnames"][0], "host0");
+    assert_eq!(f["xspace_warnings"][0], "roctx_utils: 3 events dropped");
+    assert_eq!(f["issues"].as_array().unwrap().len(), 0);
+    let p = &f["planes"][0];
+    assert_eq!((&p["name"], &p["line_count"], &p["event_count"], &p["rendered"]), (&Value::from("/host:CPU"), &Value::from(2), &Value::from(5), &Value::from(true)));
+    let l = json_line(&doc, "/host:CPU", "Host Threads/4242/ROCTX");
+    assert_eq!(l["row"], 1);
+    assert_eq!(l["id"], 4242);
+    assert_eq!(l["display_id"], 1);
+    assert_eq!(l["display_name"], "Host Threads/4242/ROCTX (main)");
+    assert_eq!(l["event_count"], 4);
+    assert_eq!(l["depth"], 2);
+    assert_eq!(l["event_names"], serde_json::json!(["outer", "inner", "mark"]));
+    assert_eq!(json_line(&doc, "/host:CPU", "Host Threads/4300/ROCTX")["row"], 2);
+}
+
+#[test]
+fn inspect_of_a_log_directory_reads_only_its_newest_run() {
+    let dir = Dir::new("inspect_logdir");
+    let logs = dir.path("logs");
+    let mut old = sample_space();
+    old.hostnames = vec!["old-host".into()];
+    logdir::write(&logs, "2025_06_01_00_00_00", "old-host", &old).unwrap();
+    let mut new = sample_space();
+    new.hostnames = vec!["new-host".into()];
+    logdir::write(&logs, "2026_01_01_00_00_00", "new-host", &new).unwrap();
+    let doc = dir.command().args(["inspect", "--json", "logs"]).expect(0).json();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{doc:#}");
+    assert!(files[0]["path"].as_str().unwrap().ends_with("2026_01_01_00_00_00/new-host.xplane.pb"), "{doc:#}");
+    assert_eq!(files[0]["hostnames"][0], "new-host");
+    // A second host in the same run is inspected too.
+    logdir::write(&logs, "2026_01_01_00_00_00", "second-host", &sample_space()).unwrap();
+    let run = dir.command().args(["inspect", "logs"]).expect(0);
+    let headers: Vec<&str> = run.stdout.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).collect();
+    assert_eq!(
+        headers,
+        ["logs/plugins/profile/2026_01_01_00_00_00/new-host.xplane.pb", "logs/plugins/profile/2026_01_01_00_00_00/second-host.xplane.pb"],
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn inspect_exits_1_when_two_lines_share_an_xprof_row() {
+    let dir = Dir::new("inspect_collision");
+    // The old XLA NVTX scheme: (1<<32)+5 is drawn in thread 5's row.
+    let space = XSpace { planes: vec![plane("/host:CPU", "work", &[(5, "thread 5", 2), ((1 << 32) + 5, "Host Threads/5/NVTX", 1)])], ..XSpace::default() };
+    let file = dir.write_space("collide.xplane.pb", &space);
+    let run = dir.command().args(["inspect", s(&file)]).expect(1);
+    assert!(run.stdout.contains("validation: 1 error, 0 warnings"), "{}", run.stdout);
+    assert!(run.stdout.contains("share XProf row 5"), "{}", run.stdout);
+    let doc = dir.command().args(["inspect", "--json", s(&file)]).expect(1).json();
+    assert_eq!(doc["error_count"], 1);
+    assert_eq!(json_line(&doc, "/host:CPU", "thread 5")["row"], 5);
+    assert_eq!(json_line(&doc, "/host:CPU", "Host Threads/5/NVTX")["row"], 5);
+    let issue = &doc["files"][0]["issues"][0];
+    assert_eq!(issue["severity"], "error");
+    assert!(issue["message"].as_str().unwrap().contains("would be drawn as one"), "{issue}");
+}
+
+#[test]
+fn an_empty_file_is_an_empty_xspace_with_a_warning_not_an_error() {
+    let dir = Dir::new("empty_file");
+    dir.write("empty.xplane.pb", b"");
+    let run = dir.command().args(["inspect", "empty.xplane.pb"]).expect(0);
+    assert!(run.stdout.contains("warning: no planes"), "{}", run.stdout);
+    let doc = dir.command().args(["inspect", "--json", "empty.xplane.pb"]).expect(0).json();
+    assert_eq!((doc["error_count"].as_u64(), doc["warning_count"].as_u64()), (Some(0), Some(1)));
+}
+
+// --- merge --------------------------------------------------------------------------------
+
+#[test]
+fn merge_puts_each_roctx_row_right_after_its_xla_thread_without_collisions() {
+    let dir = Dir::new("merge");
+    dir.write_space("xla/plugins/profile/2026_01_01_00_00_00/host0.xplane.pb", &xla_space());
+    logdir::write(&dir.path("roctx"), "2026_01_01_00_00_01", "host0", &sample_space()).unwrap();
+    let run = dir.command().args(["merge", "xla", "roctx", "-o", "out/merged.xplane.pb"]).expect(0);
+    assert!(run.stdout.starts_with("merged 2 files into out/merged.xplane.pb: host0; 2 planes"), "{}", run.stdout);
+    assert!(run.stdout.contains("0 validation errors"), "{}", run.stdout);
+    assert_eq!(run.stdout.lines().count(), 1, "{}", run.stdout);
+
+    let doc = dir.command().args(["inspect", "--json", "out/merged.xplane.pb"]).expect(0).json();
+    assert_eq!(doc["error_count"], 0, "{doc:#}");
+    let row = |name: &str| json_line(&doc, "/host:CPU", name)["row"].as_u64().unwrap();
+    assert_eq!(row("Host Threads/4242/ROCTX"), row("python3") + 1);
+    assert_eq!(row("Host Threads/4300/ROCTX"), row("tf_XLACpu/4300") + 1);
+    // The thread lines kept their own events; the ROCTX lines theirs.
+    assert_eq!(json_line(&doc, "/host:CPU", "python3")["event_count"], 3);
+    assert_eq!(json_line(&doc, "/host:CPU", "Host Threads/4242/ROCTX")["event_count"], 4);
+    assert_eq!(json_line(&doc, "/host:CPU", "Host Threads/4242/ROCTX")["depth"], 2);
+    assert_eq!(json_line(&doc, "/device:GPU:0", "Stream #1")["event_count"], 4);
+    let rows: Vec<u64> = doc["files"][0]["planes"].as_array().unwrap().iter().find(|p| p["name"] == "/host:CPU").unwrap()["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["row"].as_u64().unwrap())
+        .collect();
+    let mut distinct = rows.clone();
+    distinct.dedup();
+    assert_eq!(distinct, rows, "rows collide");
+    assert_eq!(doc["files"][0]["hostnames"], serde_json::json!(["host0"]));
+}
+
+#[test]
+fn merge_refuses_to_overwrite_an_input() {
+    let dir = Dir::new("merge_overwrite");
+    let input = dir.write_space("a.xplane.pb", &sample_space());
+    let before = std::fs::read(&input).unwrap();
+    let run = dir.command().args(["merge", "a.xplane.pb", "-o", "./a.xplane.pb"]).expect(2);
+    assert!(run.stderr.starts_with("roctx: refusing to overwrite input a.xplane.pb"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: choose another output file with -o"), "{}", run.stderr);
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+// --- convert ------------------------------------------------------------------------------
+
+/// The `X` event named `name` of a Chrome trace document.
+fn complete_event<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["traceEvents"].as_array().unwrap().iter().find(|e| e["ph"] == "X" && e["name"] == name).unwrap_or_else(|| panic!("no X event {name}"))
+}
+
+#[test]
+fn convert_writes_chrome_json_with_nvtx_range_args_to_stdout() {
+    let dir = Dir::new("convert_stdout");
+    let file = dir.write_space("t.xplane.pb", &sample_space());
+    let doc = dir.command().args(["convert", "--format", "chrome", s(&file)]).expect(0).json();
+    let outer = complete_event(&doc, "outer");
+    assert_eq!(outer["args"]["nvtx_range"], "outer");
+    assert_eq!(outer["dur"], 80.0);
+    assert_eq!(complete_event(&doc, "inner")["args"]["nvtx_range"], "inner");
+    assert_eq!(doc["otherData"]["hostnames"][0], "host0");
+}
+
+#[test]
+fn convert_to_a_gz_file_writes_gzip_and_creates_its_directory() {
+    let dir = Dir::new("convert_gz");
+    dir.write_space("t.xplane.pb", &sample_space());
+    let run = dir.command().args(["convert", "--format", "chrome", "t.xplane.pb", "-o", "out/trace.json.gz"]).expect(0);
+    assert!(run.stdout.starts_with("wrote out/trace.json.gz: "), "{}", run.stdout);
+    let gz = std::fs::read(dir.path("out/trace.json.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz.as_slice()).read_to_string(&mut text).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(complete_event(&doc, "outer")["args"]["nvtx_range"], "outer");
+}
+
+// --- errors -------------------------------------------------------------------------------
+
+#[test]
+fn a_nonexistent_path_is_named_and_exits_2() {
+    let dir = Dir::new("nonexistent");
+    for args in [vec!["inspect", "nope.xplane.pb"], vec!["merge", "nope.xplane.pb", "-o", "x.xplane.pb"], vec!["convert", "--format", "chrome", "nope.xplane.pb"]] {
+        let run = dir.command().args(&args).expect(2);
+        assert_eq!(run.stderr, "roctx: nope.xplane.pb does not exist\n", "{args:?}");
+        assert!(run.stdout.is_empty());
+    }
+    assert!(!dir.path("x.xplane.pb").exists());
+}
+
+#[test]
+fn random_bytes_are_not_an_xspace_and_exit_2() {
+    let dir = Dir::new("random_bytes");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let bytes: Vec<u8> = (0..4096)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 32) as u8
+        })
+        .collect();
+    dir.write("noise.xplane.pb", &bytes);
+    let run = dir.command().args(["inspect", "noise.xplane.pb"]).expect(2);
+    assert!(
+        run.stderr.starts_with("roctx: reading noise.xplane.pb: not an XSpace (failed to decode Protobuf message"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.trim_end().ends_with("); expected a .xplane.pb file or a TensorBoard log directory"), "{}", run.stderr);
+}
+
+#[test]
+fn an_unknown_format_lists_the_supported_ones_and_exits_2() {
+    let dir = Dir::new("unknown_format");
+    dir.write_space("t.xplane.pb", &sample_space());
+    let run = dir.command().args(["convert", "--format", "perfetto-proto", "t.xplane.pb"]).expect(2);
+    assert!(run.stderr.starts_with("roctx: invalid value 'perfetto-proto' for '--format <FORMAT>'"), "{}", run.stderr);
+    assert!(run.stderr.contains("[possible values: chrome]"), "{}", run.stderr);
+    let run = dir.command().args(["convert", "t.xplane.pb"]).expect(2);
+    assert!(run.stderr.contains("--format <FORMAT>"), "{}", run.stderr);
+}
+
+#[test]
+fn a_log_directory_without_traces_gets_a_hint() {
+    let dir = Dir::new("empty_logdir");
+    std::fs::create_dir_all(dir.path("logs/plugins/profile/2026_01_01_00_00_00")).unwrap();
+    let run = dir.command().args(["inspect", "logs"]).expect(2);
+    assert!(run.stderr.starts_with("roctx: no *.xplane.pb under logs"), "{}", run.stderr);
+    assert!(run.stderr.contains("\nhint: pass a .xplane.pb file, or the directory given to `tensorboard --logdir`"), "{}", run.stderr);
+}
+
+#[test]
+fn convert_of_a_multi_host_run_names_the_files_and_the_next_step() {
+    let dir = Dir::new("convert_multi_host");
+    logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "a", &sample_space()).unwrap();
+    logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "b", &sample_space()).unwrap();
+    let run = dir.command().args(["convert", "--format", "chrome", "logs"]).expect(2);
+    assert!(run.stderr.starts_with("roctx: logs holds 2 hosts"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: convert each file on its own"), "{}", run.stderr);
+}
+
+#[test]
+fn truncated_files_never_panic() {
+    let dir = Dir::new("truncated");
+    let merged = {
+        use prost::Message;
+        roctx_export::xplane::merge_spaces(vec![xla_space(), sample_space()]).encode_to_vec()
+    };
+    // Every 7th cut, plus the last few bytes: each is read as an XSpace or rejected with exit 2.
+    for cut in (0..merged.len()).step_by(7).chain(merged.len() - 3..merged.len()) {
+        let name = format!("cut{cut}.xplane.pb");
+        dir.write(&name, &merged[..cut]);
+        for args in [vec!["inspect", &name], vec!["convert", "--format", "chrome", &name], vec!["merge", &name, "-o", "m.xplane.pb"]] {
+            let run = dir.command().args(&args).run();
+            assert!([0, 1, 2].contains(&run.code), "{args:?}: exit {}\n{}", run.code, run.stderr);
+            assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+            if run.code == 2 {
+                assert!(run.stderr.starts_with("roctx: reading "), "{args:?}: {}", run.stderr);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_closed_stdout_exits_quietly_with_0() {
+    let dir = Dir::new("broken_pipe");
+    // Enough lines that the text (several hundred KB) cannot fit in a pipe buffer.
+    let lines: Vec<(i64, String, usize)> = (1..=5000).map(|i| (i, format!("thread number {i} with a longish name"), 1)).collect();
+    let lines: Vec<(i64, &str, usize)> = lines.iter().map(|(i, n, c)| (*i, n.as_str(), *c)).collect();
+    let space = XSpace { planes: vec![plane("/host:CPU", "e", &lines)], ..XSpace::default() };
+    dir.write_space("big.xplane.pb", &space);
+    for args in [vec!["inspect", "big.xplane.pb"], vec!["convert", "--format", "chrome", "big.xplane.pb"]] {
+        let mut cmd = dir.command();
+        let mut child = cmd.args(&args).process().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
