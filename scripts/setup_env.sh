@@ -3,8 +3,10 @@
 # ensure_packages, and puts rustup's cargo on PATH.
 
 export DEBIAN_FRONTEND=noninteractive
-# Debian's offline Bazel 4.2.3, googletest sources, skylib, and Google Benchmark for //bench.
-APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev)
+# Debian's offline Bazel 4.2.3, googletest sources, skylib, Google Benchmark for //bench, and
+# python3-venv (Debian's python3 cannot `python3 -m venv` without it) for the xprof venv of
+# scripts/test.sh.
+APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev python3-venv)
 BAZEL=bazel-4  # never the /usr/bin/bazel wrapper: it trips over .bazelversion files
 
 # rustup installs into ~/.cargo/bin, which a non-login shell may not have on PATH.
@@ -30,4 +32,28 @@ ensure_packages() {
   "${sudo[@]}" apt-get update -q &&
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
       apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The real XProf consumer (tests/xprof/check_xprof.py) lives in its own venv, outside the tree.
+XPROF_VERSION=2.24.2
+XPROF_VENV=${ROCTX_UTILS_CACHE:-$HOME/.cache/roctx_utils}/xprof-venv
+
+# Creates $XPROF_VENV with xprof==$XPROF_VERSION unless it already has it (then offline and
+# instant). Returns non-zero, with a message on stderr, when venv creation or pip fails.
+ensure_xprof_venv() {
+  local py=$XPROF_VENV/bin/python
+  if [ -x "$py" ] && "$py" -c 'import sys, importlib.metadata as m, xprof
+sys.exit(m.version("xprof") != sys.argv[1])' "$XPROF_VERSION" 2>/dev/null; then
+    echo "==> xprof $XPROF_VERSION present in $XPROF_VENV"
+    return 0
+  fi
+  echo "==> creating $XPROF_VENV with xprof==$XPROF_VERSION (about 350 MB from PyPI)"
+  if ! python3 -m venv "$XPROF_VENV"; then
+    echo "error: 'python3 -m venv $XPROF_VENV' failed (Debian needs the python3-venv package)" >&2
+    return 1
+  fi
+  if ! "$py" -m pip install -q "xprof==$XPROF_VERSION"; then
+    echo "error: 'pip install xprof==$XPROF_VERSION' failed (is PyPI reachable?)" >&2
+    return 1
+  fi
 }

@@ -3,8 +3,13 @@
 #
 #   1. installs the Debian packages the offline Bazel 4.2.3 build needs, only if one is missing;
 #   2. cargo test --locked in rust/ (the Rust workspace);
-#   3. bazel-4 test //... with --config=rocm (Rust implementation), then without (stub; the
-#      rocm-only tests are SKIPPED there), then bazel-4 shutdown.
+#   3. bazel-4 test //... with --config=rocm (Rust implementation);
+#   4. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
+#      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
+#      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
+#   5. bazel-4 test //... without --config=rocm (stub; the rocm-only tests are SKIPPED there; this
+#      rebuilds bazel-bin/examples/xla_style_host as the stub, hence after 4), then bazel-4
+#      shutdown.
 #
 # The CI harness cannot read Bazel's "Executed N out of M tests" summary, so this script counts
 # test *cases* itself and ends with exactly one line "N passed, M failed". Bazel cases come from
@@ -236,8 +241,107 @@ run_bazel() {  # run_bazel SECTION_NAME EXTRA_FLAGS...
   record "$section" "${p:-0}" "${f:-1}" "bazel exit code $rc"
 }
 
+# ---------------------------------------------------------------------------------------------
+# 4. The real consumer: XProf (PyPI `xprof`) renders our XSpaces; check_xprof.py checks the rows.
+# ---------------------------------------------------------------------------------------------
+# Runs check_xprof.py and records its "xprof consumer: N passed, M failed" line.
+# Args: SECTION LOG CHECK_XPROF_ARGS...
+run_check_xprof() {
+  local section=$1 log=$2 rc p f
+  shift 2
+  "$XPROF_VENV/bin/python" tests/xprof/check_xprof.py "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r p f < <(sed -nE 's/^xprof consumer: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
+  p=${p:-0}
+  f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    record "$section" "$p" 1 "check_xprof.py exited $rc with no failed check"
+  else
+    record "$section" "$p" "$f"
+  fi
+}
+
+run_xprof() {
+  local dir=$TMPDIR_TESTS/xprof start log rc
+  mkdir -p "$dir"
+  echo
+  echo "==> xprof consumer: $XPROF_VENV"
+  start=$(date +%s)
+  if ! ensure_xprof_venv; then
+    record "xprof: setup" 0 1 "no xprof==$XPROF_VERSION venv (venv or pip failed, see above)"
+    return
+  fi
+  echo "    (venv ready in $(($(date +%s) - start))s)"
+
+  # (a) The example host (Rust backend) writes its ROCTX ranges as a log directory at exit.
+  echo
+  echo "==> $BAZEL build //examples:xla_style_host --config=bazel4 --config=rocm"
+  log=$dir/host.log
+  if ! "$BAZEL" build //examples:xla_style_host --config=bazel4 --config=rocm; then
+    record "xprof: xla_style_host" 0 1 "bazel build failed"
+  else
+    echo "==> XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_XSPACE_OUT=$dir/host_logs bazel-bin/examples/xla_style_host"
+    env -u ROCTX_UTILS_CAPTURE XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_XSPACE_OUT="$dir/host_logs" \
+      "$ROOT/bazel-bin/examples/xla_style_host" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] || ! grep -q '^backend: Rust' "$log"; then
+      cat "$log"
+      record "xprof: xla_style_host" 0 1 "the example exited $rc or is not the Rust backend"
+    else
+      run_check_xprof "xprof: xla_style_host" "$dir/check_host.log" "$dir/host_logs" \
+        --roctx-rows 3 \
+        --row '^Host Threads/[0-9]+/ROCTX \(xla_gpu_exec_0\)$' \
+        --row '^Host Threads/[0-9]+/ROCTX \(xla_gpu_exec_1\)$' \
+        --row '^Host Threads/[0-9]+/ROCTX \(xla_gpu_exec_2\)$' \
+        --nest 'jit_train_step>Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#>loop_fusion_3_kernel>host_callback' \
+        --nest 'jit_train_step>Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#>gemm_custom_call_1>host_callback' \
+        --nest 'jit_train_step>Thunk:#hlo_op=all-reduce.5,unique_hlo_op_id=21#>all_reduce_5_kernel>host_callback' \
+        --nest-all 'jit_train_step>host_callback'
+    fi
+  fi
+
+  # (b) XLA-like capture (thread lines with the ROCTX tids as ids, a colliding NVTX plane)
+  #     merged with our ROCTX output: every line must stay its own row.
+  echo
+  echo "==> (cd rust && cargo run --release --locked -p roctx_export --example xprof_fixture)"
+  if ! (cd rust && cargo run --release --locked -q -p roctx_export --example xprof_fixture -- "$dir/fixture"); then
+    record "xprof: merged fixture" 0 1 "xprof_fixture failed"
+  else
+    run_check_xprof "xprof: merged fixture" "$dir/check_fixture.log" "$dir/fixture" \
+      --roctx-rows 3 \
+      --row '^Host Threads/4242$' --row '^Host Threads/4243$' --row '^Host Threads/4242/NVTX$' \
+      --row '^python$' \
+      --row '^Host Threads/4242/ROCTX \(xla_gpu_exec_0\)$' --row '^Host Threads/4243/ROCTX$' \
+      --row '^Host Threads/4300/ROCTX \(xla_gpu_exec_2\)$' \
+      --nest 'jit_train_step>Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#>loop_fusion_3_kernel' \
+      --nest 'jit_train_step>Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#>gemm_custom_call_1' \
+      --mark step_marker --mark checkpoint
+  fi
+
+  # (c) Negative control: the same merge with display ids cleared collides in XProf (U2), and
+  #     the checker has to say so.
+  echo
+  echo "==> negative control: xprof_fixture --unsafe-rows must fail rows-match-xspace-lines"
+  log=$dir/check_unsafe.log
+  if ! (cd rust && cargo run --release --locked -q -p roctx_export --example xprof_fixture -- "$dir/unsafe" --unsafe-rows); then
+    record "xprof: negative control" 0 1 "xprof_fixture --unsafe-rows failed"
+    return
+  fi
+  "$XPROF_VENV/bin/python" tests/xprof/check_xprof.py "$dir/unsafe" --roctx-rows 3 >"$log" 2>&1
+  rc=$?
+  sed 's/^/    /' "$log"
+  if [ "$rc" -ne 0 ] && grep -q '^FAIL rows-match-xspace-lines' "$log"; then
+    echo "PASS negative control: the row collision was detected"
+    record "xprof: negative control" 1 0
+  else
+    echo "FAIL negative control: check_xprof.py (exit $rc) did not report the row collision"
+    record "xprof: negative control" 0 1 "collision not detected"
+  fi
+}
+
 run_cargo
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
+run_xprof                                           # needs the rocm build of the example
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 echo
 echo "==> $BAZEL shutdown"

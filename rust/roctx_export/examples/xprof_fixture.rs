@@ -12,9 +12,14 @@
 //!   ROCTX line at `2<<32`: the same uint32 row 0 unless rows are renumbered) and written as
 //!   `<out_logdir>/plugins/profile/<run>/fixture-host.xplane.pb`.
 //!
-//! Usage: `cargo run --release -p roctx_export --example xprof_fixture -- <out_logdir>`.
-//! Prints the written path and the host plane's lines; exits 1 if `xplane::validate` finds an
-//! error (the checker then asserts what XProf actually draws).
+//! Usage: `cargo run --release -p roctx_export --example xprof_fixture -- <out_logdir>
+//! [--unsafe-rows]`. Prints the written path and the host plane's lines; exits 1 if
+//! `xplane::validate` finds an error (the checker then asserts what XProf actually draws).
+//!
+//! `--unsafe-rows` is the negative control: it clears every `display_id` after the merge, so
+//! rows fall back to `uint32(id)` and the NVTX line (`1<<32`), the first ROCTX line (`2<<32`)
+//! and the `python` line all land in row 0, which the checker must report. It writes the file
+//! anyway and exits 0.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -114,12 +119,20 @@ fn roctx_capture() -> Trace {
 }
 
 fn main() -> ExitCode {
-    let Some(out) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: xprof_fixture <out_logdir>");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let unsafe_rows = args.iter().any(|a| a == "--unsafe-rows");
+    let positional: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let (Some(out), 1) = (positional.first().map(PathBuf::from), positional.len()) else {
+        eprintln!("usage: xprof_fixture <out_logdir> [--unsafe-rows]");
         return ExitCode::from(2);
     };
     // What `roctx merge` does with XLA's capture and a roctx_utils log directory of one run.
-    let space = xplane::merge_spaces(vec![xla_capture(), xplane::standalone_xspace(&roctx_capture())]);
+    let mut space = xplane::merge_spaces(vec![xla_capture(), xplane::standalone_xspace(&roctx_capture())]);
+    if unsafe_rows {
+        for line in space.planes.iter_mut().flat_map(|p| p.lines.iter_mut()) {
+            line.display_id = 0;
+        }
+    }
     let path = match logdir::write(&out, &logdir::run_name(SystemTime::now()), HOST, &space) {
         Ok(path) => path,
         Err(e) => {
@@ -144,5 +157,5 @@ fn main() -> ExitCode {
     for issue in &issues {
         println!("{}: {}", if issue.error { "error" } else { "warning" }, issue.message);
     }
-    if issues.iter().any(|i| i.error) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if issues.iter().any(|i| i.error) && !unsafe_rows { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }

@@ -95,14 +95,13 @@ pub fn roctx_plane(trace: &Trace) -> XPlane {
 /// A complete XSpace for a trace: `/host:ROCTX` merged into a fresh `/host:CPU`, hostnames and
 /// warnings set. What the standalone log directory writer stores.
 pub fn standalone_xspace(trace: &Trace) -> XSpace {
-    let mut space = XSpace {
-        planes: vec![roctx_plane(trace)],
-        hostnames: vec![trace.hostname.clone()],
-        warnings: trace.warnings.clone(),
-        ..XSpace::default()
-    };
-    merge_host_planes(&mut space);
-    space
+    // Merging into an empty host plane moves no id and re-keys no metadata, so the ROCTX plane
+    // simply becomes /host:CPU (then sorted and row-numbered like any merge result).
+    let mut host = roctx_plane(trace);
+    host.name = HOST_PLANE.to_owned();
+    host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
+    assign_rows(&mut host);
+    XSpace { planes: vec![host], hostnames: vec![trace.hostname.clone()], warnings: trace.warnings.clone(), ..XSpace::default() }
 }
 
 /// Merges `trace`'s ROCTX plane into an existing serialized XSpace (what an XLA host's
@@ -275,19 +274,19 @@ pub fn merge_planes(src: &XPlane, dst: &mut XPlane) {
         } else {
             let mut shift_src = 0;
             if line.timestamp_ns < d.timestamp_ns {
-                let delta = (d.timestamp_ns - line.timestamp_ns).saturating_mul(1000);
+                let delta = d.timestamp_ns.saturating_sub(line.timestamp_ns).saturating_mul(1000);
                 for e in &mut d.events {
                     shift(e, delta);
                 }
                 d.timestamp_ns = line.timestamp_ns;
             } else {
-                shift_src = (line.timestamp_ns - d.timestamp_ns).saturating_mul(1000);
+                shift_src = line.timestamp_ns.saturating_sub(d.timestamp_ns).saturating_mul(1000);
             }
             for mut e in events {
                 shift(&mut e, shift_src);
                 d.events.push(e);
             }
-            d.duration_ps = d.duration_ps.max(line.duration_ps + shift_src);
+            d.duration_ps = d.duration_ps.max(line.duration_ps.saturating_add(shift_src));
         }
         d.events.sort_by_key(|e| (e.offset_ps(), std::cmp::Reverse(e.duration_ps)));
     }
@@ -295,7 +294,7 @@ pub fn merge_planes(src: &XPlane, dst: &mut XPlane) {
 
 fn shift(e: &mut XEvent, delta_ps: i64) {
     if let Some(x_event::Data::OffsetPs(o)) = &mut e.data {
-        *o += delta_ps;
+        *o = o.saturating_add(delta_ps);
     }
 }
 
@@ -303,6 +302,9 @@ fn shift(e: &mut XEvent, delta_ps: i64) {
 struct MetadataKeys {
     events: HashMap<String, i64>,
     stats: HashMap<String, i64>,
+    // src id -> dst id, so each distinct metadata is resolved by name once, not per event.
+    event_ids: HashMap<i64, i64>,
+    stat_ids: HashMap<i64, i64>,
     next_event: i64,
     next_stat: i64,
 }
@@ -312,12 +314,23 @@ impl MetadataKeys {
         MetadataKeys {
             events: dst.event_metadata.values().map(|m| (m.name.clone(), m.id)).collect(),
             stats: dst.stat_metadata.values().map(|m| (m.name.clone(), m.id)).collect(),
+            event_ids: HashMap::new(),
+            stat_ids: HashMap::new(),
             next_event: dst.event_metadata.keys().copied().max().unwrap_or(0) + 1,
             next_stat: dst.stat_metadata.keys().copied().max().unwrap_or(0) + 1,
         }
     }
 
     fn event(&mut self, src: &XPlane, id: i64, dst: &mut XPlane) -> i64 {
+        if let Some(&mapped) = self.event_ids.get(&id) {
+            return mapped;
+        }
+        let mapped = self.resolve_event(src, id, dst);
+        self.event_ids.insert(id, mapped);
+        mapped
+    }
+
+    fn resolve_event(&mut self, src: &XPlane, id: i64, dst: &mut XPlane) -> i64 {
         let Some(meta) = src.event_metadata.get(&id) else { return id };
         if let Some(&found) = self.events.get(&meta.name) {
             return found;
@@ -333,6 +346,15 @@ impl MetadataKeys {
     }
 
     fn stat_id(&mut self, src: &XPlane, id: i64, dst: &mut XPlane) -> i64 {
+        if let Some(&mapped) = self.stat_ids.get(&id) {
+            return mapped;
+        }
+        let mapped = self.resolve_stat(src, id, dst);
+        self.stat_ids.insert(id, mapped);
+        mapped
+    }
+
+    fn resolve_stat(&mut self, src: &XPlane, id: i64, dst: &mut XPlane) -> i64 {
         let Some(meta) = src.stat_metadata.get(&id) else { return id };
         if let Some(&found) = self.stats.get(&meta.name) {
             return found;
@@ -461,7 +483,7 @@ pub fn validate(space: &XSpace) -> Vec<Issue> {
 
 /// Nesting depth of a line's events by time containment (1 = flat), as the viewer draws them.
 pub fn nesting_depth(line: &XLine) -> usize {
-    let mut events: Vec<(i64, i64)> = line.events.iter().map(|e| (e.offset_ps(), e.offset_ps() + e.duration_ps)).collect();
+    let mut events: Vec<(i64, i64)> = line.events.iter().map(|e| (e.offset_ps(), e.offset_ps().saturating_add(e.duration_ps.max(0)))).collect();
     events.sort_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
     let mut stack: Vec<i64> = Vec::new();
     let mut depth = 0;

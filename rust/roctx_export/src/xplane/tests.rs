@@ -182,3 +182,27 @@ fn merging_a_roctx_logdir_into_an_xla_capture_keeps_roctx_rows_apart() {
     assert!(validate(&merged).iter().all(|i| !i.error), "{:?}", validate(&merged));
     assert_eq!(merged.hostnames, ["host0"]);
 }
+
+#[test]
+fn standalone_fast_path_equals_the_general_merge() {
+    let t = sample_trace();
+    let mut general = XSpace { planes: vec![roctx_plane(&t)], hostnames: vec![t.hostname.clone()], warnings: t.warnings.clone(), ..XSpace::default() };
+    merge_host_planes(&mut general);
+    let fast = standalone_xspace(&t);
+    let lines = |s: &XSpace| s.planes[0].lines.iter().map(|l| (l.id, l.display_id, l.name.clone(), l.events.len())).collect::<Vec<_>>();
+    assert_eq!(lines(&fast), lines(&general));
+    assert_eq!(fast.planes[0].name, general.planes[0].name);
+}
+
+#[test]
+fn extreme_timestamps_saturate_instead_of_overflowing() {
+    let mut a = line(1, "t", 1);
+    a.timestamp_ns = i64::MAX;
+    a.events[0].data = Some(x_event::Data::OffsetPs(i64::MAX - 1));
+    a.events[0].duration_ps = i64::MAX;
+    let mut b = line(1, "t", 1);
+    b.timestamp_ns = i64::MIN;
+    let mut space = XSpace { planes: vec![plane(HOST_PLANE, vec![a.clone()]), plane("/host:CUPTI", vec![b])], ..XSpace::default() };
+    merge_host_planes(&mut space);
+    assert!(nesting_depth(&a) >= 1);
+}
