@@ -2,10 +2,14 @@
 #ifndef ROCTX_UTILS_CC_TESTS_CAPTURE_TEST_UTIL_H_
 #define ROCTX_UTILS_CC_TESTS_CAPTURE_TEST_UTIL_H_
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,23 @@ struct Result {
     return roctx_utils_snapshot_thread_name(snapshot, tid, buf, sizeof(buf)) ? std::string(buf) : "";
   }
 };
+
+// A directory under the test's private temp dir.
+inline std::string TmpDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base ? base : "/tmp") + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline bool Contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 inline uint64_t Tid() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
 

@@ -11,27 +11,15 @@
 #include <sstream>
 #include <string>
 
+#include "cc_tests/capture_test_util.h"
 #include "gtest/gtest.h"
 #include "tsl/profiler/lib/nvtx_utils.h"
 
 namespace {
 
-std::string TmpDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/" + name;
-  mkdir(dir.c_str(), 0755);
-  return dir;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
+using capture_test::Contains;
+using capture_test::ReadFile;
+using capture_test::TmpDir;
 // The no-code path: env set, ranges happen, the process exits; the trace is on disk.
 TEST(ExportAtExit, XspaceOutWritesTheSessionWhenTheProcessExits) {
   const std::string dir = TmpDir("at_exit_logs");

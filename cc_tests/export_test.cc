@@ -19,26 +19,13 @@
 
 namespace {
 
+using capture_test::Contains;
+using capture_test::ReadFile;
+using capture_test::TmpDir;
 using capture_test::Result;
 using capture_test::Start;
 using capture_test::Stop;
 using capture_test::Tid;
-
-std::string TmpDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/" + name;
-  mkdir(dir.c_str(), 0755);
-  return dir;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 class Export : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@ ROCTX traces out of the process: XSpace for TensorBoard/XProf, Chrome/Perfetto J
   `display_id`-or-`id`, and silently merges lines that share them).
 - [`logdir`] writes and finds `<logdir>/plugins/profile/<run>/<host>.xplane.pb`.
 - [`chrome`] converts any XSpace into Chrome trace-event JSON (`chrome://tracing`, Perfetto).
+- [`inspect`] summarizes an XSpace as XProf will draw it (rows, nesting, problems), for the CLI.
 
 # Example
 
