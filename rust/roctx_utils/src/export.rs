@@ -127,3 +127,46 @@ extern "C" fn stop_at_exit() {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_and_caps_become_xspace_warnings_and_clean_sessions_have_none() {
+        assert!(warnings(&Stats::default()).is_empty());
+        let s = Stats { dropped_event_cap: 17, open_at_stop: 2, rejected_records: 1, ..Stats::default() };
+        let w = warnings(&s);
+        assert_eq!(w.len(), 3);
+        assert!(w[0].starts_with("roctx_utils: 17 ROCTX events dropped: the per-thread event cap"));
+        assert!(w.iter().any(|m| m.contains("2 ROCTX ranges still open when the session stopped")));
+    }
+
+    #[test]
+    fn snapshot_events_keep_threads_labels_and_times() {
+        let snapshot = Snapshot {
+            events: vec![collector::Event {
+                kind: collector::EventKind::Mark,
+                tid: 9,
+                end_tid: 9,
+                start_ns: 50,
+                end_ns: 50,
+                label: 0,
+                depth: 0,
+            }],
+            labels: vec!["tick".to_owned()],
+            start_ns: 10,
+            stop_ns: 100,
+            stats: Stats { dropped_event_cap: 1, ..Stats::default() },
+            ..Snapshot::default()
+        };
+        let t = trace(&snapshot);
+        assert_eq!((t.start_ns, t.stop_ns), (10, 100));
+        assert_eq!(t.events[0].kind, EventKind::Mark);
+        assert_eq!(t.label_of(&t.events[0]), "tick");
+        assert_eq!(t.warnings.len(), 1);
+        assert!(t.realtime_offset_ns > 0, "wall clock is ahead of boot time");
+        let space = xplane::standalone_xspace(&t);
+        assert_eq!(space.warnings, t.warnings);
+    }
+}
