@@ -323,10 +323,12 @@ run_xprof() {
   echo
   echo "==> negative control: xprof_fixture --unsafe-rows must fail rows-match-xspace-lines"
   log=$dir/check_unsafe.log
-  if ! (cd rust && cargo run --release --locked -q -p roctx_export --example xprof_fixture -- "$dir/unsafe" --unsafe-rows); then
+  if ! (cd rust && cargo run --release --locked -q -p roctx_export --example xprof_fixture -- "$dir/unsafe" --unsafe-rows) >"$log" 2>&1; then
+    cat "$log"
     record "xprof: negative control" 0 1 "xprof_fixture --unsafe-rows failed"
     return
   fi
+  sed 's/^/    /' "$log"
   "$XPROF_VENV/bin/python" tests/xprof/check_xprof.py "$dir/unsafe" --roctx-rows 3 >"$log" 2>&1
   rc=$?
   sed 's/^/    /' "$log"

@@ -176,7 +176,10 @@ def convert(path):
             os.dup2(saved, 2)
             os.close(saved)
         with open(log_path, errors="replace") as log:
-            tail = "".join(log.readlines()[-5:]).strip()
+            said = [l.strip() for l in log if l.strip()]
+        # absl's E/F lines say why; the I/W noise around them does not.
+        errors = [l for l in said if l[:1] in "EF" and "No UnifiedProfileProcessor" not in l]
+        tail = " | ".join((errors or said)[-3:])
     if error is None and not data:
         error = "XProf returned no data"
     if error is None:
