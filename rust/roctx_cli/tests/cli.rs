@@ -140,7 +140,7 @@ fn merge_puts_each_roctx_row_right_after_its_xla_thread_without_collisions() {
     dir.write_space("xla/plugins/profile/2026_01_01_00_00_00/host0.xplane.pb", &xla_space());
     logdir::write(&dir.path("roctx"), "2026_01_01_00_00_01", "host0", &sample_space()).unwrap();
     let run = dir.command().args(["merge", "xla", "roctx", "-o", "out/merged.xplane.pb"]).expect(0);
-    assert!(run.stdout.starts_with("merged 2 files into out/merged.xplane.pb: host0; 2 planes"), "{}", run.stdout);
+    assert!(run.stdout.starts_with("merged 2 files into out/merged.xplane.pb: host0; 3 planes"), "{}", run.stdout);
     assert!(run.stdout.contains("0 validation errors"), "{}", run.stdout);
     assert_eq!(run.stdout.lines().count(), 1, "{}", run.stdout);
 

@@ -230,7 +230,8 @@ mod tests {
         assert!(s.xspace_errors.is_empty());
         assert_eq!(s.issues, []);
         assert!(s.is_valid());
-        assert_eq!(s.planes.len(), 1);
+        assert_eq!(s.planes.len(), 2); // /host:CPU and Task Environment (session start/stop)
+        assert_eq!((s.planes[1].name.as_str(), s.planes[1].line_count, s.planes[1].rendered), ("Task Environment", 0, false));
         let p = &s.planes[0];
         assert_eq!((p.name.as_str(), p.line_count, p.event_count, p.rendered), ("/host:CPU", 2, 5, true));
         assert_eq!((s.line_count(), s.event_count()), (2, 5));

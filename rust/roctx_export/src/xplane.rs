@@ -36,10 +36,32 @@ pub fn roctx_line_tid(name: &str) -> Option<u64> {
     name.strip_prefix("Host Threads/")?.strip_suffix("/ROCTX")?.parse().ok()
 }
 
+/// XLA's plane holding the session's wall-clock start and stop (`profile_start_time`,
+/// `profile_stop_time`); after XLA's post-processing, line timestamps are relative to the start.
+pub const TASK_ENV_PLANE: &str = "Task Environment";
+/// Stat of [`TASK_ENV_PLANE`]: session start, wall-clock ns.
+pub const PROFILE_START_TIME: &str = "profile_start_time";
+/// Stat of [`TASK_ENV_PLANE`]: session stop, wall-clock ns.
+pub const PROFILE_STOP_TIME: &str = "profile_stop_time";
+/// Line timestamps above this are absolute wall-clock ns (after 1973), not session-relative.
+const ABSOLUTE_NS: i64 = 100_000_000_000_000_000;
+
+/// Wall-clock ns of `trace`'s session start.
+fn wall_start(trace: &Trace) -> i64 {
+    (trace.start_ns as i64).saturating_add(trace.realtime_offset_ns)
+}
+
 /// Builds the transient `/host:ROCTX` plane: one line per thread, events named by label, each
-/// with an `nvtx_range` stat; marks are zero-length events. Events ending before they start
-/// are skipped (counted in the returned plane's caller via [`Trace::warnings`] upstream).
+/// with an `nvtx_range` stat; marks are zero-length events. Line timestamps are wall-clock ns
+/// minus `base_ns` (XLA's normalized spaces count from the session start; XProf converts line
+/// timestamps to ps in 64 bits, so absolute epoch times would overflow there). Events ending
+/// before they start are skipped.
 pub fn roctx_plane(trace: &Trace) -> XPlane {
+    roctx_plane_based(trace, wall_start(trace))
+}
+
+/// [`roctx_plane`] with line timestamps relative to `base_ns` (wall-clock ns; 0 = absolute).
+pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
     let mut plane = XPlane { id: 0, name: ROCTX_PLANE.to_owned(), ..XPlane::default() };
     let nvtx_stat_id = 1i64;
     plane.stat_metadata.insert(nvtx_stat_id, XStatMetadata { id: nvtx_stat_id, name: NVTX_RANGE_STAT.to_owned(), description: String::new() });
@@ -51,7 +73,7 @@ pub fn roctx_plane(trace: &Trace) -> XPlane {
         plane.event_metadata.insert(id + 1, XEventMetadata { id: id + 1, name: text.clone(), ..XEventMetadata::default() });
         plane.stat_metadata.insert(id + 2, XStatMetadata { id: id + 2, name: text, description: String::new() });
     }
-    let line_ts = trace.start_ns as i64 + trace.realtime_offset_ns;
+    let line_ts = wall_start(trace).saturating_sub(base_ns);
     let mut by_tid: std::collections::BTreeMap<u64, Vec<&crate::Event>> = std::collections::BTreeMap::new();
     for e in &trace.events {
         if e.end_ns >= e.start_ns {
@@ -101,14 +123,58 @@ pub fn standalone_xspace(trace: &Trace) -> XSpace {
     host.name = HOST_PLANE.to_owned();
     host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
     assign_rows(&mut host);
-    XSpace { planes: vec![host], hostnames: vec![trace.hostname.clone()], warnings: trace.warnings.clone(), ..XSpace::default() }
+    let stop = wall_start(trace).saturating_add(trace.stop_ns.saturating_sub(trace.start_ns) as i64);
+    XSpace {
+        planes: vec![host, task_env_plane(wall_start(trace), stop)],
+        hostnames: vec![trace.hostname.clone()],
+        warnings: trace.warnings.clone(),
+        ..XSpace::default()
+    }
+}
+
+/// The `Task Environment` plane XLA writes: session start/stop in wall-clock ns, what lets a
+/// later merge line this file up with another capture.
+pub fn task_env_plane(start_ns: i64, stop_ns: i64) -> XPlane {
+    let mut p = XPlane { name: TASK_ENV_PLANE.to_owned(), ..XPlane::default() };
+    for (id, name, value) in [(1, PROFILE_START_TIME, start_ns), (2, PROFILE_STOP_TIME, stop_ns)] {
+        p.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), description: String::new() });
+        // CAST: wall-clock ns are positive.
+        p.stats.push(XStat { metadata_id: id, value: Some(x_stat::Value::Uint64Value(value.max(0) as u64)) });
+    }
+    p
+}
+
+/// The wall-clock session start a space's line timestamps count from: its `profile_start_time`,
+/// or 0 if its lines hold absolute wall-clock times, or `None` if it says nothing.
+pub fn time_base(space: &XSpace) -> Option<i64> {
+    let env = space.planes.iter().find(|p| p.name == TASK_ENV_PLANE);
+    let start = env.and_then(|p| {
+        let id = p.stat_metadata.values().find(|m| m.name == PROFILE_START_TIME)?.id;
+        match p.stats.iter().find(|s| s.metadata_id == id)?.value {
+            // CAST: wall-clock ns fit i64 until 2262.
+            Some(x_stat::Value::Uint64Value(v)) => Some(v as i64),
+            Some(x_stat::Value::Int64Value(v)) => Some(v),
+            _ => None,
+        }
+    });
+    start.or_else(|| {
+        let lines = space.planes.iter().flat_map(|p| &p.lines).filter(|l| !l.events.is_empty());
+        lines.clone().any(|l| l.timestamp_ns > ABSOLUTE_NS).then_some(0)
+    })
 }
 
 /// Merges `trace`'s ROCTX plane into an existing serialized XSpace (what an XLA host's
 /// post-processing has), and returns the new bytes. Warnings are appended.
 pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::DecodeError> {
     let mut space = XSpace::decode(xspace)?;
-    space.planes.push(roctx_plane(trace));
+    // Match the host's time base: its session start if it says (normalized, XLA's final
+    // form), absolute wall clock if its lines are (before XLA's normalization), else ours.
+    let base = time_base(&space).unwrap_or_else(|| {
+        let stop = wall_start(trace).saturating_add(trace.stop_ns.saturating_sub(trace.start_ns) as i64);
+        space.planes.push(task_env_plane(wall_start(trace), stop));
+        wall_start(trace)
+    });
+    space.planes.push(roctx_plane_based(trace, base));
     space.warnings.extend(trace.warnings.iter().cloned());
     if !trace.hostname.is_empty() && space.hostnames.is_empty() {
         space.hostnames.push(trace.hostname.clone());
@@ -123,7 +189,19 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
 /// them into a thread line with the same id.
 pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
     let mut out = XSpace::default();
-    for mut space in spaces {
+    // Every input is moved onto the first known time base (their `profile_start_time`s, or the
+    // absolute wall clock), and only the first Task Environment plane is kept.
+    let bases: Vec<Option<i64>> = spaces.iter().map(time_base).collect();
+    let target = bases.iter().flatten().next().copied();
+    for (mut space, from) in spaces.into_iter().zip(bases) {
+        if let (Some(to), Some(from)) = (target, from) {
+            for line in space.planes.iter_mut().filter(|p| p.name != TASK_ENV_PLANE).flat_map(|p| p.lines.iter_mut()) {
+                line.timestamp_ns = line.timestamp_ns.saturating_add(from.saturating_sub(to));
+            }
+        }
+        if out.planes.iter().any(|p| p.name == TASK_ENV_PLANE) {
+            space.planes.retain(|p| p.name != TASK_ENV_PLANE);
+        }
         for plane in &mut space.planes {
             if plane.name != HOST_PLANE || !plane.lines.iter().any(|l| roctx_line_tid(&l.name).is_some()) {
                 continue;

@@ -132,7 +132,7 @@ fn roctx_plane_encodes_lines_events_and_nvtx_range_refs() {
     let l = p.lines.iter().find(|l| l.id == 4242).unwrap();
     assert_eq!(l.name, "Host Threads/4242/ROCTX");
     assert_eq!(l.display_name, "Host Threads/4242/ROCTX (main)");
-    assert_eq!(l.timestamp_ns, 1_005_000);
+    assert_eq!(l.timestamp_ns, 0); // relative to the session start, as XLA's final files are
     let names: Vec<_> = l.events.iter().map(|e| p.event_metadata[&e.metadata_id].name.as_str()).collect();
     assert_eq!(names, ["outer", "inner", "mark"]);
     assert_eq!((l.events[0].offset_ps(), l.events[0].duration_ps), (5_000_000, 80_000_000));
@@ -160,8 +160,10 @@ fn merging_into_existing_bytes_keeps_the_hosts_lines() {
     let host = XSpace { planes: vec![plane(HOST_PLANE, vec![line(4242, "Host Threads/4242", 3)])], ..XSpace::default() };
     let merged = merge_into_bytes(&host.encode_to_vec(), &sample_trace()).unwrap();
     let space = XSpace::decode(merged.as_slice()).unwrap();
-    assert_eq!(space.planes.len(), 1);
-    let names: Vec<_> = space.planes[0].lines.iter().map(|l| l.name.as_str()).collect();
+    let planes: Vec<_> = space.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(planes, [TASK_ENV_PLANE, HOST_PLANE]); // the host had no time base: ours is recorded
+    let host = space.planes.iter().find(|p| p.name == HOST_PLANE).unwrap();
+    let names: Vec<_> = host.lines.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["Host Threads/4242", "Host Threads/4242/ROCTX", "Host Threads/7/ROCTX"]);
     assert!(validate(&space).is_empty(), "{:?}", validate(&space));
     assert!(merge_into_bytes(b"\xff\xff\xff", &sample_trace()).is_err());
@@ -205,4 +207,41 @@ fn extreme_timestamps_saturate_instead_of_overflowing() {
     let mut space = XSpace { planes: vec![plane(HOST_PLANE, vec![a.clone()]), plane("/host:CUPTI", vec![b])], ..XSpace::default() };
     merge_host_planes(&mut space);
     assert!(nesting_depth(&a) >= 1);
+}
+
+#[test]
+fn standalone_files_count_from_the_session_start_and_record_it() {
+    let t = sample_trace();
+    let space = standalone_xspace(&t);
+    assert_eq!(time_base(&space), Some(1_005_000)); // start_ns + realtime offset
+    let host = &space.planes[0];
+    assert!(host.lines.iter().all(|l| l.timestamp_ns == 0));
+    assert!(validate(&space).iter().all(|i| !i.error));
+}
+
+#[test]
+fn merging_follows_the_hosts_time_base() {
+    let t = sample_trace(); // wall start 1_005_000
+    // A normalized XLA file whose session started 5_000 ns before ours.
+    let mut xla = XSpace { planes: vec![plane(HOST_PLANE, vec![line(1, "Host Threads/1", 1)]), task_env_plane(1_000_000, 3_000_000)], ..XSpace::default() };
+    let merged = XSpace::decode(merge_into_bytes(&xla.encode_to_vec(), &t).unwrap().as_slice()).unwrap();
+    let roctx = merged.planes.iter().flat_map(|p| &p.lines).find(|l| l.name == "Host Threads/4242/ROCTX").unwrap();
+    assert_eq!(roctx.timestamp_ns, 5_000);
+    // An XLA space before normalization: absolute wall-clock lines.
+    xla.planes.pop();
+    xla.planes[0].lines[0].timestamp_ns = 1_800_000_000_000_000_000;
+    let merged = XSpace::decode(merge_into_bytes(&xla.encode_to_vec(), &t).unwrap().as_slice()).unwrap();
+    let roctx = merged.planes.iter().flat_map(|p| &p.lines).find(|l| l.name == "Host Threads/4242/ROCTX").unwrap();
+    assert_eq!(roctx.timestamp_ns, 1_005_000);
+}
+
+#[test]
+fn merge_spaces_aligns_inputs_on_the_first_session_start() {
+    let ours = standalone_xspace(&sample_trace()); // starts at wall 1_005_000, lines at 0
+    let xla = XSpace { planes: vec![plane(HOST_PLANE, vec![line(4242, "Host Threads/4242", 1)]), task_env_plane(1_000_000, 2_000_000)], ..XSpace::default() };
+    let merged = merge_spaces(vec![xla, ours]);
+    assert_eq!(merged.planes.iter().filter(|p| p.name == TASK_ENV_PLANE).count(), 1);
+    assert_eq!(time_base(&merged), Some(1_000_000));
+    let roctx = merged.planes.iter().flat_map(|p| &p.lines).find(|l| l.name == "Host Threads/4242/ROCTX").unwrap();
+    assert_eq!(roctx.timestamp_ns, 5_000);
 }
