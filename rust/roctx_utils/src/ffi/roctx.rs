@@ -145,9 +145,17 @@ static ROCTX: OnceLock<Option<Roctx>> = OnceLock::new();
 /// The bound roctx, loading it on the first call; `None` when no library could be used.
 #[inline(always)]
 pub fn api() -> Option<&'static Roctx> {
-    if let Some(bound) = ROCTX.get() {
-        return bound.as_ref();
+    match ROCTX.get() {
+        Some(bound) => bound.as_ref(),
+        None => bind(),
     }
+}
+
+/// The first use: search, bind, and maybe start an automatic session. Kept out of line so the
+/// hot path above stays one load and a branch.
+#[cold]
+#[inline(never)]
+fn bind() -> Option<&'static Roctx> {
     let bound = ROCTX.get_or_init(load).as_ref();
     // Outside the latch's initializer, which must not be re-entered: a session started here may
     // need to know the roctx flavor.
@@ -179,7 +187,7 @@ fn load() -> Option<Roctx> {
     crate::listener::before_first_roctx_call();
     let mut tried = Vec::new();
     for location in candidates() {
-        match bind(&location) {
+        match bind_library(&location) {
             Ok(roctx) => {
                 crate::log::info(format_args!("bound roctx from {location} ({:?})", roctx.flavor));
                 if !tried.is_empty() {
@@ -221,7 +229,7 @@ impl From<&str> for Refusal {
     }
 }
 
-fn bind(location: &str) -> Result<Roctx, Refusal> {
+fn bind_library(location: &str) -> Result<Roctx, Refusal> {
     // SAFETY: loading a shared object runs its constructors; roctx's (either flavor) only set up
     // local bookkeeping and need no GPU (rocprofiler_abi.md 2.2). RTLD_LOCAL keeps our copy from
     // interposing anyone else's symbols.

@@ -1,0 +1,48 @@
+// Deterministic companion of emitter_benchmark: runs N RangePush+RangePop pairs (or N raw roctx
+// pairs) so that `valgrind --tool=callgrind` instruction counts at two N give instructions per
+// pair, free of the timing noise of a shared VM. Usage: emitter_instructions <ours|raw|capture> <N>
+// ("capture" runs the pairs inside an in-process capture session that is never stopped, so no
+// export cost is counted).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "roctx_utils/roctx_utils.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s <ours|raw|capture> <pairs>\n", argv[0]);
+    return 2;
+  }
+  const long n = std::atol(argv[2]);
+  auto* domain = tsl::profiler::DefaultProfilerDomain();
+  if (std::strcmp(argv[1], "capture") == 0) {
+    roctx_utils_session_options o{};
+    o.struct_size = sizeof(o);
+    o.mode = ROCTX_UTILS_CAPTURE_IN_PROCESS;
+    o.max_events_per_thread = 1 << 22;
+    if (roctx_utils_session_start(&o) != ROCTX_UTILS_OK) return 1;
+  }
+  tsl::profiler::RangePush(domain, "warm");  // binds roctx outside the measured difference
+  tsl::profiler::RangePop(domain);
+  if (std::strcmp(argv[1], "raw") == 0) {
+    const char* path = roctx_utils_roctx_library();
+    void* lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    auto push = lib ? reinterpret_cast<int (*)(const char*)>(dlsym(lib, "roctxRangePushA")) : nullptr;
+    auto pop = lib ? reinterpret_cast<int (*)()>(dlsym(lib, "roctxRangePop")) : nullptr;
+    if (!push || !pop) return 1;
+    for (long i = 0; i < n; ++i) {
+      push("Thunk:#hlo_op=fusion.3#");
+      pop();
+    }
+  } else {
+    for (long i = 0; i < n; ++i) {
+      tsl::profiler::RangePush(domain, "Thunk:#hlo_op=fusion.3#");
+      tsl::profiler::RangePop(domain);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#!/bin/bash
+# Instructions per RangePush+RangePop pair (ours) and per raw roctx pair, from callgrind counts at
+# two loop lengths (so start-up cancels out). Deterministic: use it to compare hot-path changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bazel-4 build -c opt //bench:emitter_instructions //cc_tests:libfake_roctx.so --config=bazel4 --config=rocm >&2
+BIN=bazel-bin/bench/emitter_instructions
+count() {  # count MODE N [env...]
+  local mode=$1 n=$2; shift 2
+  local out; out=$(mktemp)
+  env "$@" ROCTX_UTILS_LOG=off valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" "$mode" "$n" >/dev/null 2>&1
+  local total; total=$(grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}')
+  rm -f "$out"; echo "$total"
+}
+per_pair() {  # per_pair LABEL MODE env...
+  local label=$1 mode=$2; shift 2
+  local a b; a=$(count "$mode" 100000 "$@"); b=$(count "$mode" 200000 "$@")
+  printf '%-58s %6.1f instructions/pair\n' "$label" "$(echo "($b - $a) / 100000" | bc -l)"
+}
+FAKE=$PWD/bazel-bin/cc_tests/libfake_roctx.so
+per_pair "raw fake roctx pair (baseline)" raw XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY="$FAKE"
+per_pair "RangePush+RangePop, fake roctx, AnnotationStack off" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY="$FAKE"
+per_pair "RangePush+RangePop, no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
+per_pair "RangePush+RangePop, in-process capture, no roctx" capture XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
