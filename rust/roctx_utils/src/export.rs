@@ -27,11 +27,7 @@ pub fn trace(snapshot: &Snapshot) -> Trace {
         .events
         .iter()
         .map(|e| Event {
-            kind: match e.kind {
-                collector::EventKind::Range => EventKind::Range,
-                collector::EventKind::Mark => EventKind::Mark,
-                collector::EventKind::ProcessRange => EventKind::ProcessRange,
-            },
+            kind: e.kind,
             tid: e.tid,
             end_tid: e.end_tid,
             start_ns: e.start_ns,

@@ -42,17 +42,8 @@ pub fn now_ns() -> u64 {
     crate::ffi::os::boottime_ns()
 }
 
-/// What kind of event a record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum EventKind {
-    /// A push/pop range on one thread.
-    Range = 0,
-    /// An instant (`roctxMarkA`): `start_ns == end_ns`.
-    Mark = 1,
-    /// A start/stop range (`roctxRangeStartA`/`roctxRangeStop`), which may end on another thread.
-    ProcessRange = 2,
-}
+/// What kind of event a record is (shared with the exporters).
+pub use roctx_export::EventKind;
 
 /// How events reach the collector in a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
