@@ -75,6 +75,12 @@ fn xspace_out() -> Option<PathBuf> {
 /// Called with every stopped session: writes it when `ROCTX_UTILS_XSPACE_OUT` is set.
 pub(crate) fn on_session_stopped(snapshot: &Snapshot) {
     let Some(dir) = xspace_out() else { return };
+    if snapshot.events.is_empty() && !crate::emitter::emission_enabled() {
+        crate::log::warn(format_args!(
+            "{XSPACE_OUT_VAR} is set but no ROCTX range was recorded: XLA only emits ranges with \
+             XLA_ROCM_ENABLE_ROCTX=1"
+        ));
+    }
     match write_logdir(snapshot, &dir, None) {
         Ok(path) => crate::log::warn_or_info(format_args!(
             "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",
