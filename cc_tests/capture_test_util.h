@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "roctx_utils/roctx_utils.h"
@@ -60,6 +62,23 @@ inline std::string ReadFile(const std::string& path) {
 inline bool Contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 inline uint64_t Tid() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
+
+// roctx_utils_range_start(label) on one thread, roctx_utils_range_stop on another; returns the
+// two threads' OS ids (start, stop).
+inline std::pair<uint64_t, uint64_t> RangeAcrossThreads(const char* label) {
+  uint64_t id = 0, tid_start = 0, tid_stop = 0;
+  std::thread a([&] {
+    tid_start = Tid();
+    id = roctx_utils_range_start(label);
+  });
+  a.join();
+  std::thread b([&] {
+    tid_stop = Tid();
+    roctx_utils_range_stop(id);
+  });
+  b.join();
+  return {tid_start, tid_stop};
+}
 
 inline int Start(uint32_t mode = ROCTX_UTILS_CAPTURE_DEFAULT, uint64_t max_events = 0) {
   roctx_utils_session_options o{};

@@ -56,17 +56,7 @@ TEST(InProcessCapture, NothingIsRecordedOutsideASession) {
 TEST(InProcessCapture, MarksAndRangesThatEndOnAnotherThread) {
   ASSERT_EQ(Start(), ROCTX_UTILS_OK);
   roctx_utils_mark("checkpoint");
-  uint64_t id = 0, tid_a = 0, tid_b = 0;
-  std::thread a([&] {
-    tid_a = Tid();
-    id = roctx_utils_range_start("load_weights");
-  });
-  a.join();
-  std::thread b([&] {
-    tid_b = Tid();
-    roctx_utils_range_stop(id);
-  });
-  b.join();
+  const auto [tid_a, tid_b] = capture_test::RangeAcrossThreads("load_weights");
   Result r;
   Stop(&r);
   ASSERT_EQ(r.events.size(), 2u);

@@ -180,17 +180,7 @@ TEST_F(SdkCapture, PauseAndResumeFromMarkerControlApi) {
 }
 
 TEST_F(SdkCapture, StartStopRangesCrossThreads) {
-  uint64_t id = 0, tid_a = 0, tid_b = 0;
-  std::thread a([&] {
-    tid_a = Tid();
-    id = roctx_utils_range_start("prefetch");
-  });
-  a.join();
-  std::thread b([&] {
-    tid_b = Tid();
-    roctx_utils_range_stop(id);
-  });
-  b.join();
+  const auto [tid_a, tid_b] = capture_test::RangeAcrossThreads("prefetch");
   Result r;
   Finish(&r);
   ASSERT_EQ(r.events.size(), 1u);
