@@ -257,11 +257,12 @@ pub fn merge_host_planes(space: &mut XSpace) {
     }
     space.planes.retain(|p| !is_host(p));
     for (name, start) in [(NVTX_PLANE, NVTX_LINE_ID_START), (ROCTX_PLANE, ROCTX_LINE_ID_START)] {
-        if let Some(pos) = space.planes.iter().position(|p| p.name == name) {
+        // Every plane of that name (a host may already hold one next to ours): each is remapped
+        // against what is occupied so far, then merged.
+        while let Some(pos) = space.planes.iter().position(|p| p.name == name) {
             let mut marker = space.planes.remove(pos);
             change_occupied_line_ids(&mut marker, &mut occupied, start);
             merge_planes(&marker, &mut host);
-            space.planes.retain(|p| p.name != name);
         }
     }
     space.planes.push(host);

@@ -245,3 +245,18 @@ fn merge_spaces_aligns_inputs_on_the_first_session_start() {
     let roctx = merged.planes.iter().flat_map(|p| &p.lines).find(|l| l.name == "Host Threads/4242/ROCTX").unwrap();
     assert_eq!(roctx.timestamp_ns, 5_000);
 }
+
+#[test]
+fn merging_into_a_space_that_already_has_a_roctx_plane_keeps_both() {
+    let host = XSpace {
+        planes: vec![plane(HOST_PLANE, vec![line(4242, "Host Threads/4242", 1)]), plane(ROCTX_PLANE, vec![line(99, "Host Threads/99/ROCTX", 2)])],
+        ..XSpace::default()
+    };
+    let merged = XSpace::decode(merge_into_bytes(&host.encode_to_vec(), &sample_trace()).unwrap().as_slice()).unwrap();
+    let host = merged.planes.iter().find(|p| p.name == HOST_PLANE).unwrap();
+    let events = |name: &str| host.lines.iter().find(|l| l.name == name).map(|l| l.events.len());
+    assert_eq!(events("Host Threads/99/ROCTX"), Some(2));
+    assert_eq!(events("Host Threads/4242/ROCTX"), Some(3));
+    assert!(!merged.planes.iter().any(|p| p.name == ROCTX_PLANE));
+    assert!(validate(&merged).iter().all(|i| !i.error), "{:?}", validate(&merged));
+}
