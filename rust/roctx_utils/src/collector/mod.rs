@@ -299,11 +299,7 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
         g.registry.lock().buffers.retain(|b| !b.exited());
     }
     MODE.store(mode as u8, Ordering::Relaxed);
-    if mode == CaptureMode::InProcess {
-        IN_PROCESS.store(true, Ordering::Relaxed);
-    } else {
-        IN_PROCESS.store(false, Ordering::Relaxed);
-    }
+    IN_PROCESS.store(mode == CaptureMode::InProcess, Ordering::Relaxed);
     let session = SESSION.fetch_add(1, Ordering::AcqRel) + 1;
     ACTIVE.store(true, Ordering::Release);
     Ok(session)

@@ -43,11 +43,15 @@ pub fn range_push(text: CText<'_>) {
     // Bind roctx first: the first binding may start a capture session (ROCTX_UTILS_XSPACE_OUT),
     // which must see this very range.
     let api = roctx::api();
-    if host::annotation_stack_enabled() {
-        host::annotation_stack_push(text.to_bytes());
-    }
-    if collector::in_process_enabled() {
-        collector::push(text.to_bytes(), collector::now_ns(), collector::current_tid());
+    let (stack, capture) = (host::annotation_stack_enabled(), collector::in_process_enabled());
+    if stack || capture {
+        let bytes = text.to_bytes(); // one strlen, and none when neither needs the bytes
+        if stack {
+            host::annotation_stack_push(bytes);
+        }
+        if capture {
+            collector::push(bytes, collector::now_ns(), collector::current_tid());
+        }
     }
     if let Some(api) = api {
         api.range_push(text);
@@ -83,7 +87,7 @@ pub fn mark(text: CText<'_>) {
 
 /// Opens a range that may end on another thread (`roctxRangeStartA`); returns its id.
 pub fn range_start(text: CText<'_>) -> u64 {
-    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     // roctx's own id when bound (so external tools and we agree), else ours. Binding first
     // also lets an automatic session see this range (see range_push).
     let id = roctx::api()
