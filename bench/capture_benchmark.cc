@@ -22,7 +22,7 @@ void StartSession(const benchmark::State&) {
 void StopSession(const benchmark::State&) {
   roctx_utils_snapshot* s = nullptr;
   if (roctx_utils_session_stop(&s) != ROCTX_UTILS_OK) return;
-  roctx_utils_capture_stats st{};
+  roctx_utils_capture_stats st{sizeof(roctx_utils_capture_stats)};
   roctx_utils_snapshot_stats(s, &st);
   if (st.dropped_event_cap + st.dropped_label_cap != 0) {
     std::fprintf(stderr, "warning: %llu events dropped; the figure is optimistic\n",

@@ -29,7 +29,7 @@ struct Event {
 struct Result {
   int status = -99;
   std::vector<Event> events;
-  roctx_utils_capture_stats stats{};
+  roctx_utils_capture_stats stats{sizeof(roctx_utils_capture_stats)};
   roctx_utils_snapshot* snapshot = nullptr;  // kept for thread-name lookups
   ~Result() { roctx_utils_snapshot_free(snapshot); }
 
@@ -92,7 +92,7 @@ inline void Read(roctx_utils_snapshot* s, Result* r) {
   r->snapshot = s;
   const size_t n = roctx_utils_snapshot_event_count(s);
   for (size_t i = 0; i < n; ++i) {
-    roctx_utils_event e{};
+    roctx_utils_event e{sizeof(roctx_utils_event)};
     if (roctx_utils_snapshot_event(s, i, &e) != ROCTX_UTILS_OK) continue;
     r->events.push_back({e.kind, e.depth, e.tid, e.end_tid, e.start_ns, e.end_ns, std::string(e.label, e.label_len)});
   }

@@ -45,7 +45,7 @@ class Export : public ::testing::Test {
 };
 
 TEST_F(Export, RoctxPlaneBytesCarryLinesAndLabels) {
-  roctx_utils_buffer plane{};
+  roctx_utils_buffer plane{sizeof(roctx_utils_buffer)};
   ASSERT_EQ(roctx_utils_snapshot_roctx_plane(result_.snapshot, &plane), ROCTX_UTILS_OK);
   const std::string bytes(reinterpret_cast<const char*>(plane.data), plane.len);
   EXPECT_TRUE(Contains(bytes, "/host:ROCTX"));
@@ -58,20 +58,45 @@ TEST_F(Export, RoctxPlaneBytesCarryLinesAndLabels) {
 }
 
 TEST_F(Export, MergeIntoAnXSpaceAndRejectGarbage) {
-  roctx_utils_buffer merged{};
+  roctx_utils_buffer merged{sizeof(roctx_utils_buffer)};
   ASSERT_EQ(roctx_utils_merge_into_xspace(nullptr, 0, result_.snapshot, &merged), ROCTX_UTILS_OK);
   const std::string bytes(reinterpret_cast<const char*>(merged.data), merged.len);
   EXPECT_TRUE(Contains(bytes, "/host:CPU"));
   EXPECT_FALSE(Contains(bytes, "/host:ROCTX"));  // the transient plane is gone after the merge
   // Merging again into our own output keeps one host plane (idempotent structure).
-  roctx_utils_buffer twice{};
+  roctx_utils_buffer twice{sizeof(roctx_utils_buffer)};
   ASSERT_EQ(roctx_utils_merge_into_xspace(merged.data, merged.len, result_.snapshot, &twice), ROCTX_UTILS_OK);
   roctx_utils_buffer_free(&twice);
   const uint8_t garbage[] = {0xff, 0xff, 0xff, 0x01};
-  roctx_utils_buffer bad{};
+  roctx_utils_buffer bad{sizeof(roctx_utils_buffer)};
   EXPECT_EQ(roctx_utils_merge_into_xspace(garbage, sizeof(garbage), result_.snapshot, &bad), ROCTX_UTILS_INVALID_ARGUMENT);
   EXPECT_EQ(bad.data, nullptr);
   roctx_utils_buffer_free(&merged);
+}
+
+// Output structs carry the caller's struct_size: a missing one is refused (nothing written, no
+// buffer leaked), an older, shorter struct gets only its own fields.
+TEST_F(Export, OutputStructsHonourTheCallersStructSize) {
+  roctx_utils_buffer unsized{};
+  EXPECT_EQ(roctx_utils_snapshot_roctx_plane(result_.snapshot, &unsized), ROCTX_UTILS_INVALID_ARGUMENT);
+  EXPECT_EQ(unsized.data, nullptr);
+  roctx_utils_event event{};
+  EXPECT_EQ(roctx_utils_snapshot_event(result_.snapshot, 0, &event), ROCTX_UTILS_INVALID_ARGUMENT);
+  EXPECT_EQ(event.tid, 0u);
+  roctx_utils_capture_stats stats{};
+  EXPECT_EQ(roctx_utils_snapshot_stats(result_.snapshot, &stats), ROCTX_UTILS_INVALID_ARGUMENT);
+  // A caller built when the stats had only `recorded`: the word after it stays untouched.
+  uint64_t old_stats[3] = {2 * sizeof(uint64_t), 0, 0xfeed};
+  ASSERT_EQ(roctx_utils_snapshot_stats(result_.snapshot, reinterpret_cast<roctx_utils_capture_stats*>(old_stats)),
+            ROCTX_UTILS_OK);
+  EXPECT_EQ(old_stats[0], 2 * sizeof(uint64_t));
+  EXPECT_EQ(old_stats[1], 3u);  // recorded
+  EXPECT_EQ(old_stats[2], 0xfeedu);
+  roctx_utils_counters counters{};
+  EXPECT_EQ(roctx_utils_counters_get(&counters), ROCTX_UTILS_INVALID_ARGUMENT);
+  counters.struct_size = sizeof(counters);
+  EXPECT_EQ(roctx_utils_counters_get(&counters), ROCTX_UTILS_OK);
+  EXPECT_EQ(roctx_utils_counters_get(nullptr), ROCTX_UTILS_INVALID_ARGUMENT);
 }
 
 TEST_F(Export, LogDirectoryLayoutIsWhatTensorBoardReads) {

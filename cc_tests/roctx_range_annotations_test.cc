@@ -294,7 +294,7 @@ TEST_F(RoctxRangeAnnotations, NamingReachesRoctxNameFirst) {
 
 TEST_F(RoctxRangeAnnotations, NullStreamIsCountedAndNotPassedOn) {
   ASSERT_NE(Fake().name_calls, nullptr);
-  roctx_utils_counters before{}, after{};
+  roctx_utils_counters before{sizeof(roctx_utils_counters)}, after{sizeof(roctx_utils_counters)};
   roctx_utils_counters_get(&before);
   const uint64_t calls = Fake().name_calls();
   ::testing::internal::CaptureStderr();

@@ -26,13 +26,13 @@ TEST(StringPool, LongStringsAreCutTo4096BytesWithAMarker) {
   EXPECT_EQ(got.substr(got.size() - 14), "...[truncated]");
   EXPECT_EQ(RegisterString(nullptr, huge), h);  // same input, same handle
   EXPECT_STREQ(Text(RegisterString(nullptr, std::string(4096, 'y'))), std::string(4096, 'y').c_str());
-  roctx_utils_counters c{};
+  roctx_utils_counters c{sizeof(roctx_utils_counters)};
   roctx_utils_counters_get(&c);
   EXPECT_EQ(c.strings_truncated, 2u);
 }
 
 TEST(StringPool, ExhaustionReturnsASentinelOnceFullAndKeepsOldHandles) {
-  roctx_utils_counters before{};
+  roctx_utils_counters before{sizeof(roctx_utils_counters)};
   roctx_utils_counters_get(&before);
   StringHandle first = RegisterString(nullptr, "kept_label");
   std::vector<StringHandle> handles;
@@ -57,7 +57,7 @@ TEST(StringPool, ExhaustionReturnsASentinelOnceFullAndKeepsOldHandles) {
   EXPECT_EQ(RegisterString(nullptr, "kept_label"), first);
   EXPECT_STREQ(Text(first), "kept_label");
   EXPECT_EQ(RegisterString(nullptr, "label_0" + std::string(90, '.')), handles.front());
-  roctx_utils_counters after{};
+  roctx_utils_counters after{sizeof(roctx_utils_counters)};
   roctx_utils_counters_get(&after);
   EXPECT_LE(after.string_pool_bytes, 16u * 1024);
   EXPECT_EQ(after.strings_interned - before.strings_interned, 1u + issued);

@@ -164,7 +164,7 @@ void PrintRustDiagnostics() {
   std::printf("roctx state:   %s\n", RoctxStateName(roctx_utils_roctx_state_get()));
   std::printf("roctx library: %s\n", library != nullptr ? library : "none");
 
-  roctx_utils_counters counters{};
+  roctx_utils_counters counters{sizeof(roctx_utils_counters)};
   roctx_utils_counters_get(&counters);
   std::printf("counters:      strings_interned=%" PRIu64 " string_pool_bytes=%" PRIu64
               " strings_truncated=%" PRIu64 " strings_rejected=%" PRIu64

@@ -11,12 +11,30 @@
  *   roctx_utils_roctx_*        which roctx library was loaded, for diagnostics and tests.
  *   roctx_utils_counters       what the library counted instead of failing (never aborts).
  *
- * Every function is safe with no ROCm present and never throws or unwinds. */
+ * Every function is safe with no ROCm present and never throws or unwinds.
+ *
+ * Structs the library fills (counters, event, capture_stats, buffer) and the one it reads
+ * (session_options) start with `uint64_t struct_size`: zero-initialize, set it to
+ * sizeof(the struct), then pass it. The library reads or writes only that many bytes, so code
+ * compiled against this header keeps working when later versions append fields. Each struct's
+ * size and offsets (LP64) are checked below with static asserts. */
 #ifndef ROCTX_UTILS_ROCTX_UTILS_H_
 #define ROCTX_UTILS_ROCTX_UTILS_H_
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+#define ROCTX_UTILS_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define ROCTX_UTILS_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+/* Checks `offsetof(type, field) == offset`. */
+#define ROCTX_UTILS_ASSERT_OFFSET(type, field, offset) \
+  ROCTX_UTILS_STATIC_ASSERT(offsetof(type, field) == (offset), #type "." #field " moved")
+/* Checks `sizeof(type) == size`. */
+#define ROCTX_UTILS_ASSERT_SIZE(type, size) \
+  ROCTX_UTILS_STATIC_ASSERT(sizeof(type) == (size), #type " changed size")
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +71,7 @@ const char* roctx_utils_roctx_library(void);
 
 /* Things counted instead of failing. Monotonic for the process. */
 typedef struct roctx_utils_counters {
+  uint64_t struct_size;        /* sizeof(roctx_utils_counters), set by the caller */
   uint64_t strings_interned;   /* distinct RegisterString entries */
   uint64_t string_pool_bytes;  /* bytes held by the pool, NULs included */
   uint64_t strings_truncated;  /* RegisterString inputs cut to 4096 bytes */
@@ -61,8 +80,9 @@ typedef struct roctx_utils_counters {
   uint64_t panics_caught;      /* internal errors contained at the FFI boundary */
 } roctx_utils_counters;
 
-/* Fills `out` (ignored when NULL). */
-void roctx_utils_counters_get(roctx_utils_counters* out);
+/* Fills `out` (struct_size set by the caller). ROCTX_UTILS_INVALID_ARGUMENT when `out` is NULL
+ * or its struct_size covers no counter. */
+int roctx_utils_counters_get(roctx_utils_counters* out);
 
 /* ---- instants and cross-thread ranges ---- */
 
@@ -137,6 +157,7 @@ typedef enum roctx_utils_event_kind {
 } roctx_utils_event_kind;
 
 typedef struct roctx_utils_event {
+  uint64_t struct_size; /* sizeof(roctx_utils_event), set by the caller */
   uint32_t kind;       /* roctx_utils_event_kind */
   uint32_t depth;      /* nesting depth at push (0 = outermost) */
   uint64_t tid;        /* OS thread id that opened it */
@@ -147,10 +168,14 @@ typedef struct roctx_utils_event {
   size_t label_len;
 } roctx_utils_event;
 
+/* Fills `out` (struct_size set by the caller, the whole struct) with event `index`.
+ * ROCTX_UTILS_INVALID_ARGUMENT for a NULL argument, an index past the end or a short struct. */
 int roctx_utils_snapshot_event(const roctx_utils_snapshot* snapshot, size_t index, roctx_utils_event* out);
 
-/* Every event seen but not recorded is counted in exactly one of these. */
+/* Every event seen but not recorded is counted in exactly one of these. The counters are
+ * roctx_collector's `Stats`, in its declaration order (a test checks this header against it). */
 typedef struct roctx_utils_capture_stats {
+  uint64_t struct_size;             /* sizeof(roctx_utils_capture_stats), set by the caller */
   uint64_t recorded;
   uint64_t dropped_event_cap;       /* over max_events_per_thread */
   uint64_t dropped_label_cap;       /* over max_label_bytes_per_thread */
@@ -166,7 +191,9 @@ typedef struct roctx_utils_capture_stats {
   uint64_t rejected_records;        /* malformed or unsupported SDK/host records */
 } roctx_utils_capture_stats;
 
-void roctx_utils_snapshot_stats(const roctx_utils_snapshot* snapshot, roctx_utils_capture_stats* out);
+/* Fills `out` (struct_size set by the caller). ROCTX_UTILS_INVALID_ARGUMENT for a NULL argument
+ * or a struct_size that covers no counter. */
+int roctx_utils_snapshot_stats(const roctx_utils_snapshot* snapshot, roctx_utils_capture_stats* out);
 
 /* Copies thread `tid`'s name (from roctxNameOsThread / NameCurrentThread) into buf
  * (NUL-terminated, truncated to cap) and returns its full length; 0 if unnamed. */
@@ -188,8 +215,10 @@ int roctx_utils_listener_feed(const void* record, size_t record_size, uint32_t s
  * Env ROCTX_UTILS_XSPACE_OUT=<logdir> does all of this with no code: a session starts with the
  * first range and is written to <logdir>/plugins/profile/<run>/<host>.xplane.pb at stop or exit. */
 
-/* Bytes owned by roctx_utils; release with roctx_utils_buffer_free. */
+/* Bytes owned by roctx_utils; release with roctx_utils_buffer_free. Set struct_size before
+ * passing one to be filled (the whole struct: a short one is INVALID_ARGUMENT). */
 typedef struct roctx_utils_buffer {
+  uint64_t struct_size; /* sizeof(roctx_utils_buffer), set by the caller */
   uint8_t* data;
   size_t len;
 } roctx_utils_buffer;
@@ -215,6 +244,56 @@ int roctx_utils_snapshot_write_logdir(const roctx_utils_snapshot* snapshot, cons
 
 /* Writes Chrome trace-event JSON (chrome://tracing, Perfetto) to path. */
 int roctx_utils_snapshot_write_chrome(const roctx_utils_snapshot* snapshot, const char* path);
+
+/* ---- layouts (LP64): what the Rust mirrors in rust/roctx_utils/src/abi/c_api.rs assume ---- */
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_counters, 56);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, struct_size, 0);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, strings_interned, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, string_pool_bytes, 16);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, strings_truncated, 24);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, strings_rejected, 32);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, null_streams, 40);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_counters, panics_caught, 48);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_session_options, 32);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_session_options, struct_size, 0);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_session_options, mode, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_session_options, reserved, 12);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_session_options, max_events_per_thread, 16);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_session_options, max_label_bytes_per_thread, 24);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_event, 64);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, struct_size, 0);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, kind, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, depth, 12);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, tid, 16);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, end_tid, 24);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, start_ns, 32);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, end_ns, 40);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, label, 48);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, label_len, 56);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_capture_stats, 112);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, struct_size, 0);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, recorded, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_event_cap, 16);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_label_cap, 24);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_too_deep, 32);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_empty_label, 40);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, unmatched_pops, 48);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, unmatched_stops, 56);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, begun_outside_session, 64);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, paused, 72);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, open_at_stop, 80);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, process_ranges_open_at_stop, 88);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, open_at_thread_exit, 96);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, rejected_records, 104);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_buffer, 24);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_buffer, struct_size, 0);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_buffer, data, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_buffer, len, 16);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -8,7 +8,8 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const BRIDGE: &str = "src/ffi/bridge.rs";
+/// The inbound bridge (the drop-in functions) and the outbound one (the host's AnnotationStack).
+const BRIDGES: [&str; 2] = ["src/abi/bridge.rs", "src/host.rs"];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -16,7 +17,7 @@ fn main() {
     let include = repo_root.join("include");
     let compat = repo_root.join("compat");
 
-    let mut build = cxx_build::bridge(BRIDGE);
+    let mut build = cxx_build::bridges(BRIDGES);
     build.include(&include).std("c++17").flag_if_supported("-Wno-unused-parameter");
 
     match env::var_os("CXXBRIDGE_EXPORT_DIR") {
@@ -32,7 +33,9 @@ fn main() {
             println!("cargo:rerun-if-changed={}", compat.display());
         }
     }
-    println!("cargo:rerun-if-changed={BRIDGE}");
+    for bridge in BRIDGES {
+        println!("cargo:rerun-if-changed={bridge}");
+    }
     println!("cargo:rerun-if-changed={}", include.display());
     println!("cargo:rerun-if-env-changed=CXXBRIDGE_EXPORT_DIR");
 }
@@ -42,11 +45,11 @@ fn main() {
 fn export(dir: &Path) {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("cxxbridge");
     let krate = env::var("CARGO_PKG_NAME").expect("cargo sets CARGO_PKG_NAME");
-    let copies = [
-        (out.join(format!("include/{krate}/{BRIDGE}.h")), dir.join(format!("{krate}/{BRIDGE}.h"))),
-        (out.join(format!("sources/{krate}/{BRIDGE}.cc")), dir.join(format!("{krate}/{BRIDGE}.cc"))),
-        (out.join("include/rust/cxx.h"), dir.join("rust/cxx.h")),
-    ];
+    let mut copies = vec![(out.join("include/rust/cxx.h"), dir.join("rust/cxx.h"))];
+    for bridge in BRIDGES {
+        copies.push((out.join(format!("include/{krate}/{bridge}.h")), dir.join(format!("{krate}/{bridge}.h"))));
+        copies.push((out.join(format!("sources/{krate}/{bridge}.cc")), dir.join(format!("{krate}/{bridge}.cc"))));
+    }
     for (from, to) in copies {
         fs::create_dir_all(to.parent().expect("has a parent")).expect("create export dir");
         // Resolve cxx-build's symlinks: Bazel wants regular files.

@@ -78,8 +78,8 @@ mod tests {
         let mut t = Trace::new("h", 1_000, 9_000);
         let outer = t.label("outer");
         let mark = t.label("tick");
-        t.events.push(Event { kind: EventKind::Range, tid: 5, end_tid: 5, start_ns: 2_000, end_ns: 6_000, label: outer });
-        t.events.push(Event { kind: EventKind::Mark, tid: 5, end_tid: 5, start_ns: 3_000, end_ns: 3_000, label: mark });
+        t.events.push(Event { kind: EventKind::Range, tid: 5, end_tid: 5, start_ns: 2_000, end_ns: 6_000, label: outer, depth: 0 });
+        t.events.push(Event { kind: EventKind::Mark, tid: 5, end_tid: 5, start_ns: 3_000, end_ns: 3_000, label: mark, depth: 0 });
         t.thread_names.insert(5, "worker".into());
         t.warnings.push("w".into());
         let doc = from_xspace(&xplane::standalone_xspace(&t));

@@ -3,10 +3,10 @@ ROCTX traces out of the process: XSpace for TensorBoard/XProf, Chrome/Perfetto J
 
 # Brief overview
 
-- [`Trace`] is what a capture session produced: labelled ranges, marks and cross-thread ranges
-  per OS thread, with `CLOCK_BOOTTIME` timestamps, thread names and the session's warnings
-  (drops and caps). `roctx_utils` builds it from a collector snapshot; nothing here depends on
-  ROCm, so the `roctx` CLI uses this crate alone.
+- [`Trace`] is what a capture session produced: the collector's [`Event`]s (labelled ranges,
+  marks and cross-thread ranges per OS thread, `CLOCK_BOOTTIME` timestamps), thread names and
+  the session's [`warnings`] (drops and caps), built from a collector [`Snapshot`] by
+  [`Trace::from_snapshot`]. Nothing here needs ROCm, so the `roctx` CLI uses this crate alone.
 - [`xplane`] turns a trace into a transient `/host:ROCTX` plane with one line per thread
   (`Host Threads/<tid>/ROCTX`, `nvtx_range` stats), merges it into `/host:CPU` exactly as XLA's
   post-processing does, and then numbers rows so XProf draws every line in its own row, each
@@ -23,8 +23,8 @@ use roctx_export::{Trace, Event, EventKind, xplane, chrome};
 let mut trace = Trace::new("myhost", 1_000, 2_000);
 let outer = trace.label("outer");
 let inner = trace.label("inner");
-trace.events.push(Event { kind: EventKind::Range, tid: 42, end_tid: 42, start_ns: 1_100, end_ns: 1_900, label: outer });
-trace.events.push(Event { kind: EventKind::Range, tid: 42, end_tid: 42, start_ns: 1_200, end_ns: 1_300, label: inner });
+trace.events.push(Event { kind: EventKind::Range, tid: 42, end_tid: 42, start_ns: 1_100, end_ns: 1_900, label: outer, depth: 0 });
+trace.events.push(Event { kind: EventKind::Range, tid: 42, end_tid: 42, start_ns: 1_200, end_ns: 1_300, label: inner, depth: 0 });
 let space = xplane::standalone_xspace(&trace);
 assert_eq!(space.planes[0].name, "/host:CPU");
 assert_eq!(space.planes[0].lines[0].name, "Host Threads/42/ROCTX");
@@ -42,4 +42,4 @@ mod model;
 pub mod xplane;
 pub mod xplane_proto;
 
-pub use model::{Event, EventKind, Trace};
+pub use model::{warnings, Event, EventKind, Snapshot, Stats, Trace};

@@ -1,34 +1,10 @@
-//! The exporters' input: one capture session, independent of how it was captured.
+//! The exporters' input: one capture session, independent of how it was captured. The event
+//! and counter types are the collector's own ([`roctx_collector`]); a trace adds what an export
+//! needs besides them (host name, wall-clock offset, warnings in words).
 
 use std::collections::BTreeMap;
 
-/// Kind of a trace event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// A push/pop range on one thread.
-    Range,
-    /// An instant (`start_ns == end_ns`).
-    Mark,
-    /// A start/stop range, possibly ended on another thread (`end_tid`).
-    ProcessRange,
-}
-
-/// One event. Timestamps are `CLOCK_BOOTTIME` ns, like rocprofiler-sdk's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// Range, mark or process range.
-    pub kind: EventKind,
-    /// OS thread that opened it; its line is `Host Threads/<tid>/ROCTX`.
-    pub tid: u64,
-    /// OS thread that closed it.
-    pub end_tid: u64,
-    /// Start, ns.
-    pub start_ns: u64,
-    /// End, ns (equal to `start_ns` for marks).
-    pub end_ns: u64,
-    /// Index into [`Trace::labels`].
-    pub label: u32,
-}
+pub use roctx_collector::{Event, EventKind, Snapshot, Stats};
 
 /// A capture session, ready to export.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -53,6 +29,21 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The trace of a collector snapshot taken on `hostname`, with `realtime_offset_ns` (wall
+    /// clock minus `CLOCK_BOOTTIME`, ns) and the snapshot's losses as [`warnings`].
+    pub fn from_snapshot(snapshot: &Snapshot, hostname: &str, realtime_offset_ns: i64) -> Trace {
+        Trace {
+            hostname: hostname.to_owned(),
+            start_ns: snapshot.start_ns,
+            stop_ns: snapshot.stop_ns,
+            realtime_offset_ns,
+            events: snapshot.events.clone(),
+            labels: snapshot.labels.clone(),
+            thread_names: snapshot.thread_names.clone(),
+            warnings: warnings(&snapshot.stats),
+        }
+    }
+
     /// An empty trace of a session on `hostname` from `start_ns` to `stop_ns`.
     pub fn new(hostname: &str, start_ns: u64, stop_ns: u64) -> Trace {
         Trace { hostname: hostname.to_owned(), start_ns, stop_ns, ..Trace::default() }
@@ -72,5 +63,48 @@ impl Trace {
     /// The text of `event`'s label.
     pub fn label_of(&self, event: &Event) -> &str {
         self.labels.get(event.label as usize).map_or("", String::as_str)
+    }
+}
+
+/// A session's losses, in words, for `XSpace.warnings` (what XProf's users will see): one line
+/// per non-zero counter that [`Stats`] marks as a loss, in the counters' order.
+pub fn warnings(stats: &Stats) -> Vec<String> {
+    stats
+        .entries()
+        .filter(|&(_, n, words)| n > 0 && words.is_some())
+        .map(|(_, n, words)| format!("roctx_utils: {n} ROCTX {}", words.unwrap_or_default()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_and_caps_become_warnings_and_clean_sessions_have_none() {
+        assert!(warnings(&Stats::default()).is_empty());
+        let s = Stats { dropped_event_cap: 17, open_at_stop: 2, rejected_records: 1, paused: 5, ..Stats::default() };
+        let w = warnings(&s);
+        assert_eq!(w.len(), 3, "{w:#?}");
+        assert_eq!(w[0], "roctx_utils: 17 ROCTX events dropped: the per-thread event cap was reached (raise max_events_per_thread)");
+        assert!(w.iter().any(|m| m.contains("2 ROCTX ranges still open when the session stopped")));
+        assert!(w.iter().all(|m| !m.contains("paused")));
+    }
+
+    #[test]
+    fn a_snapshot_becomes_a_trace_with_its_events_labels_and_times() {
+        let snapshot = Snapshot {
+            events: vec![Event { kind: EventKind::Mark, tid: 9, end_tid: 9, start_ns: 50, end_ns: 50, label: 0, depth: 0 }],
+            labels: vec!["tick".to_owned()],
+            start_ns: 10,
+            stop_ns: 100,
+            stats: Stats { dropped_event_cap: 1, ..Stats::default() },
+            ..Snapshot::default()
+        };
+        let t = Trace::from_snapshot(&snapshot, "host", 7);
+        assert_eq!((t.start_ns, t.stop_ns, t.realtime_offset_ns), (10, 100, 7));
+        assert_eq!(t.events, snapshot.events);
+        assert_eq!(t.label_of(&t.events[0]), "tick");
+        assert_eq!(t.warnings.len(), 1);
     }
 }

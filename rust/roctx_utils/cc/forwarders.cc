@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "roctx_utils/src/ffi/bridge.rs.h"
+#include "roctx_utils/src/abi/bridge.rs.h"
 #include "tsl/profiler/lib/roctx_types.h"
 
 namespace tsl::profiler {

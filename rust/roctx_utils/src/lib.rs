@@ -1,47 +1,46 @@
 /*!
 ROCm's answer to NVTX in XLA/JAX: the `tsl::profiler` range-annotation backend, marker capture
-and trace export, as one Rust library linked into C++ hosts.
+and trace export, as one Rust staticlib linked into C++ hosts. This crate is the facade: the
+layers a host reaches (abi, emitter, runtime) and the ones that need them (listener, export)
+are its modules; the layers below are crates of their own, so the compiler enforces that they
+never call up.
 
-# Pipeline
+# Layers (each only calls those below it)
 
 ```text
-  host C++ (ScopedAnnotation, TraceAnnotation, llama.cpp)
-        |  nvtx_utils.h / roctx_utils.h          (ffi::bridge, ffi::c_api)
-        v
-  +-----------+   roctx (dlopen'ed)   +----------+     +-----------+     +--------+
-  |  emitter  | --------------------> | listener | --> | collector | --> | export |
-  +-----------+                       +----------+     +-----------+     +--------+
-        |  AnnotationStack (host's, via //:annotation_stack)
-        v
+  host C++ / C / Python (nvtx_utils.h, roctx_utils.h)
+        |
+  abi        cxx bridge (extern "Rust"), the C API                     [abi]
+  emitter    domain, dual push, naming, RegisterString, annotations    [emitter]
+  runtime    start-up sequence, roctx binding policy, sink, sessions   [runtime]
+  listener   capture modes, SDK tool mode, host-fed records            [listener]
+  export     snapshot -> XSpace / log dir / Chrome JSON                [export] + roctx_export
+  collector  per-thread buffers, sessions, record types, Sink          roctx_collector
+  sys        roctx, rocprofiler-sdk, clock, gettid, guard              roctx_sys + [host]
+  config     every environment variable, read once; stderr messages    roctx_config
 ```
 
-Kernel attribution and the roofline report come next (see `docs/architecture.md`). Data flows one way: later stages never
-call earlier ones.
+`docs/architecture.md` draws the data flow and states the rules; `tests/layers.rs` fails the
+build's tests when a source file imports a layer above its own.
 
 # Modules
 
-- [`emitter`]: the drop-in API's behaviour: the `XLA_ROCM_ENABLE_ROCTX` latch, the dual push
-  into AnnotationStack and roctx, naming, string interning, the annotation object.
-- [`listener`]: capture modes and sessions; rocprofiler-sdk tool mode, host-fed records, the
-  marker state machine.
-- [`collector`]: per-thread bounded buffers, exact drop counters, snapshots.
+- [`abi`]: every inbound crossing of the C ABI: the cxx bridge exporting the drop-in functions,
+  the C surface of `roctx_utils.h`, all run inside the panic [`abi::guard`].
+- [`emitter`]: the drop-in API's behaviour: the domain, the dual push into AnnotationStack and
+  roctx (and the installed sink), naming, string interning, the annotation object.
+- [`runtime`]: the one start-up sequence (config, SDK, roctx, automatic session), the event
+  sink the emitter records through, sessions and the exit hook.
+- [`listener`]: capture modes; rocprofiler-sdk tool mode, host-fed records, the marker state
+  machine's inputs.
 - [`export`]: snapshots as XSpace (a `/host:ROCTX` plane merged into `/host:CPU`), TensorBoard
   log directories and Chrome JSON (formats in the `roctx_export` crate).
-- [`ffi`]: every crossing of the C ABI: the cxx bridge, the C surface of `roctx_utils.h`, the
-  run-time roctx binding and the panic guard that keeps unwinding out of the host.
+- [`host`]: the host's AnnotationStack (a `sys`-layer cxx bridge).
 
 # Environment
 
-| Variable | Read | Meaning |
-|---|---|---|
-| `XLA_ROCM_ENABLE_ROCTX` | once, latched | `1`/`true` enables emission, `0`/`false`/unset disables, anything else warns and disables |
-| `ROCTX_UTILS_ROCTX_LIBRARY` | once | roctx library to try first (a path or soname) |
-| `ROCM_PATH` | once | extra roctx search directory `$ROCM_PATH/lib` |
-| `ROCTX_UTILS_STRING_POOL_BYTES` | once | cap on RegisterString's pool (bytes, `k`/`m`/`g` suffixes); default 64 MiB |
-| `ROCTX_UTILS_CAPTURE` | once | `auto` (default), `sdk`, `self`, `host`, `off` |
-| `ROCTX_UTILS_ROCPROFILER_LIBRARY` | once | rocprofiler-sdk library to try first |
-| `ROCTX_UTILS_XSPACE_OUT` | once | a log directory: capture from the first range, write `<dir>/plugins/profile/<run>/<host>.xplane.pb` at stop/exit |
-| `ROCTX_UTILS_LOG` | once | `warn` (default), `info`, or `off` for roctx_utils' own stderr messages |
+Every variable is listed, with its grammar and default, in [`roctx_config::VARS`] and in the
+README's Environment table (a test keeps the two equal).
 
 # Example
 
@@ -58,9 +57,12 @@ assert_eq!(text.to_str().unwrap(), "Thunk:#hlo_op=fusion.3#");
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
 
-pub mod collector;
+pub mod abi;
 pub mod emitter;
 pub mod export;
-pub mod ffi;
+pub mod host;
 pub mod listener;
-mod log;
+pub mod runtime;
+
+/// The lower layers, for Rust users of the rlib.
+pub use {roctx_collector as collector, roctx_config as config, roctx_sys as sys};

@@ -17,7 +17,7 @@ pub const MAX_STRING_BYTES: usize = 4096;
 /// What a truncated string ends with, so a cut label is visibly cut in the trace.
 pub const TRUNCATION_MARKER: &str = "...[truncated]";
 /// Pool cap unless `ROCTX_UTILS_STRING_POOL_BYTES` says otherwise.
-pub const DEFAULT_POOL_BYTES: usize = 64 << 20;
+pub const DEFAULT_POOL_BYTES: usize = roctx_config::DEFAULT_STRING_POOL_BYTES;
 /// Returned for new strings once the pool is full: visibly wrong rather than missing.
 pub const POOL_EXHAUSTED: &CStr = c"<roctx_utils: annotation string pool exhausted>";
 
@@ -89,7 +89,7 @@ pub fn register(raw: &[u8]) -> *const c_char {
     let pool = guard.get_or_insert_with(|| Pool {
         interner: StringInterner::new(),
         bytes: 0,
-        cap: super::config::pool_cap(DEFAULT_POOL_BYTES),
+        cap: roctx_config::get().string_pool_bytes,
     });
     let symbol = match pool.interner.get(&key) {
         Some(symbol) => symbol,
@@ -98,11 +98,11 @@ pub fn register(raw: &[u8]) -> *const c_char {
                 REJECTED.fetch_add(1, Ordering::Relaxed);
                 let cap = pool.cap;
                 drop(guard);
-                crate::log::warn_once!(
+                roctx_config::warn_once!(
                     EXHAUSTION_WARNED,
                     "RegisterString pool is full ({cap} bytes); new annotation strings show as {POOL_EXHAUSTED:?}. \
                      Raise {} to keep them.",
-                    super::config::POOL_VAR
+                    roctx_config::STRING_POOL_BYTES
                 );
                 return POOL_EXHAUSTED.as_ptr();
             }

@@ -1,26 +1,32 @@
 //! The emitter: what the drop-in `nvtx_utils.h` functions do on ROCm.
 //!
-//! Owns the emission latch ([`emission_enabled`]), the domain sentinel, the dual push (host
-//! AnnotationStack first, then roctx), naming, RegisterString's pool ([`intern`]) and the
-//! annotation object. It never records or exports anything itself, and it never links roctx:
-//! [`crate::ffi::roctx`] binds it at run time, and a missing library only means ranges reach
-//! AnnotationStack alone.
+//! Owns the domain sentinel, the dual push (host AnnotationStack first, then roctx), naming,
+//! RegisterString's pool ([`intern`]) and the annotation object. It records nothing itself: a
+//! range goes to the host's AnnotationStack, to the event sink [`runtime::sink`] installed (if
+//! any: in-process capture), and to roctx, which [`runtime`] bound at start-up; a missing
+//! library only means ranges reach AnnotationStack (and the sink) alone.
 //!
-//! Hot path (`range_push`/`range_pop`): one relaxed-or-acquire load per stack, no allocation,
-//! no lock, no syscall.
+//! Hot path (`range_push`/`range_pop`), exactly: one acquire load (the runtime latch), one
+//! relaxed load (the sink), AnnotationStack's own enabled check, one `strlen` only when
+//! AnnotationStack or a sink wants the label, and one indirect call into roctx. No allocation,
+//! no lock, no syscall in this layer; what a sink costs is the collector's (see its docs).
 #![deny(unsafe_code)]
 
-mod config;
 pub mod intern;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-pub use config::emission_enabled;
+pub use roctx_sys::CText;
 
-use crate::collector;
-use crate::ffi::host;
-pub use crate::ffi::CText;
-use crate::ffi::roctx;
+use crate::{host, runtime};
+
+/// Whether range emission is on (`XLA_ROCM_ENABLE_ROCTX`, tsl's grammar). Read once with the
+/// rest of the configuration and latched for the process: a later `setenv` in either direction
+/// has no effect (callers read the domain separately at push and pop, so it must never change).
+#[inline]
+pub fn emission_enabled() -> bool {
+    roctx_config::get().enable_roctx
+}
 
 /// What DefaultProfilerDomain returns when enabled: a stable address, never dereferenced and
 /// never passed to roctx.
@@ -40,20 +46,20 @@ pub fn domain() -> *const u8 {
 /// routing decision (ScopedAnnotation), not ours.
 #[inline]
 pub fn range_push(text: CText<'_>) {
-    // Bind roctx first: the first binding may start a capture session (ROCTX_UTILS_XSPACE_OUT),
-    // which must see this very range.
-    let api = roctx::api();
-    let (stack, capture) = (host::annotation_stack_enabled(), collector::in_process_enabled());
-    if stack || capture {
+    // Start-up first: it may start a capture session (ROCTX_UTILS_XSPACE_OUT), which must see
+    // this very range.
+    let rt = runtime::get();
+    let (stack, sink) = (host::annotation_stack_enabled(), runtime::sink());
+    if stack || sink.is_some() {
         let bytes = text.to_bytes(); // one strlen, and none when neither needs the bytes
         if stack {
             host::annotation_stack_push(bytes);
         }
-        if capture {
-            collector::push(bytes, collector::now_ns(), collector::current_tid());
+        if let Some(sink) = sink {
+            sink.push(bytes);
         }
     }
-    if let Some(api) = api {
+    if let Some(api) = rt.roctx() {
         api.range_push(text);
     }
 }
@@ -63,24 +69,25 @@ pub fn range_push(text: CText<'_>) {
 /// unmatched pop finds it empty.
 #[inline]
 pub fn range_pop() {
+    let rt = runtime::get();
     if host::annotation_stack_enabled() {
         host::annotation_stack_pop();
     }
-    if collector::in_process_enabled() {
-        collector::pop(collector::now_ns(), collector::current_tid());
+    if let Some(sink) = runtime::sink() {
+        sink.pop();
     }
-    if let Some(api) = roctx::api() {
+    if let Some(api) = rt.roctx() {
         api.range_pop();
     }
 }
 
 /// An instant event (`roctxMarkA`), recorded in-process too.
 pub fn mark(text: CText<'_>) {
-    let api = roctx::api(); // first: see range_push
-    if collector::in_process_enabled() {
-        collector::mark(text.to_bytes(), collector::now_ns(), collector::current_tid());
+    let rt = runtime::get(); // first: see range_push
+    if let Some(sink) = runtime::sink() {
+        sink.mark(text.to_bytes());
     }
-    if let Some(api) = api {
+    if let Some(api) = rt.roctx() {
         api.mark(text);
     }
 }
@@ -90,21 +97,23 @@ pub fn range_start(text: CText<'_>) -> u64 {
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     // roctx's own id when bound (so external tools and we agree), else ours. Binding first
     // also lets an automatic session see this range (see range_push).
-    let id = roctx::api()
+    let id = runtime::get()
+        .roctx()
         .and_then(|api| api.range_start(text))
         .unwrap_or_else(|| NEXT_ID.fetch_add(1, Ordering::Relaxed));
-    if collector::in_process_enabled() {
-        collector::range_start(id, text.to_bytes(), collector::now_ns(), collector::current_tid());
+    if let Some(sink) = runtime::sink() {
+        sink.range_start(id, text.to_bytes());
     }
     id
 }
 
 /// Closes a range opened by [`range_start`], from any thread.
 pub fn range_stop(id: u64) {
-    if collector::in_process_enabled() {
-        collector::range_stop(id, collector::now_ns(), collector::current_tid());
+    let rt = runtime::get();
+    if let Some(sink) = runtime::sink() {
+        sink.range_stop(id);
     }
-    if let Some(api) = roctx::api() {
+    if let Some(api) = rt.roctx() {
         api.range_stop(id);
     }
 }
@@ -112,16 +121,16 @@ pub fn range_stop(id: u64) {
 /// Names the calling OS thread (roctxNameOsThread). Ungated, as upstream: names are cheap and
 /// useful to external tools even with emission off.
 pub fn name_current_thread(name: &[u8]) {
-    // Kept for export whatever the capture mode: names are rare and make rows readable.
-    collector::name_thread(collector::current_tid(), name);
-    if let Some(api) = roctx::api() {
+    let rt = runtime::get();
+    runtime::name_current_thread(name);
+    if let Some(api) = rt.roctx() {
         api.name_os_thread(&c_string(name));
     }
 }
 
 /// Names a HIP device ordinal (roctxNameHipDevice).
 pub fn name_device(device_id: i32, name: &[u8]) {
-    if let Some(api) = roctx::api() {
+    if let Some(api) = runtime::get().roctx() {
         api.name_hip_device(&c_string(name), device_id);
     }
 }
@@ -134,14 +143,14 @@ static NULL_STREAM_WARNED: AtomicBool = AtomicBool::new(false);
 pub fn name_stream(stream: usize, name: &[u8]) {
     if stream == 0 {
         NULL_STREAMS.fetch_add(1, Ordering::Relaxed);
-        crate::log::warn_once!(
+        roctx_config::warn_once!(
             NULL_STREAM_WARNED,
             "NameStream({:?}) was given a null stream; pass a valid hipStream_t. The name is not forwarded to roctx.",
             String::from_utf8_lossy(name)
         );
         return;
     }
-    if let Some(api) = roctx::api() {
+    if let Some(api) = runtime::get().roctx() {
         api.name_hip_stream(&c_string(name), stream);
     }
 }

@@ -1,113 +1,70 @@
-//! The listener: turns ROCTX marker records into collector events, whichever way they arrive.
+//! The listener: turns ROCTX marker records into collector events, whichever way they arrive,
+//! and decides how a session captures.
 //!
 //! - **Tool mode** ([`tool`]): we load rocprofiler-sdk and subscribe MARKER_CORE_API,
 //!   MARKER_CONTROL_API and MARKER_NAME_API; the SDK calls us on the application thread.
 //! - **Host-fed mode** ([`feed`]): a host that owns rocprofiler-sdk itself (XLA's RocmTracer)
 //!   passes each raw record from its own MARKER_CORE_API callback, with its SDK version.
-//! - **In-process mode**: no SDK at all; the emitter records its own ranges
-//!   ([`crate::emitter`] calls the collector directly), producing the same events.
+//! - **In-process mode**: no SDK at all; the emitter records its own ranges through the
+//!   collector's sink, which the runtime installs for such sessions.
 //!
-//! Owns the session orchestration ([`start_session`]/[`stop_session`]): which mode a session
-//! uses (`ROCTX_UTILS_CAPTURE=auto|sdk|self|host|off`, `auto` preferring the SDK) and the
-//! fallbacks when the SDK is missing, locked by another tool, or of an unknown version.
-//! Never formats or exports anything.
+//! Owns which mode a session uses ([`resolve`]: `ROCTX_UTILS_CAPTURE=auto|sdk|self|host|off`,
+//! `auto` preferring the SDK) and the fallbacks when the SDK is missing, locked by another tool,
+//! or of an unknown version; starting and stopping the SDK context with the collector's session.
+//! Never formats or exports anything, and never decides when sessions happen (the runtime does).
 
 pub mod tool;
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
-use crate::collector::{self, CaptureMode, SessionError, SessionOptions, Snapshot};
-use crate::ffi::rocprofiler::{self, Layout, Record};
+use roctx_collector::{self as collector, CaptureMode, SessionError, SessionOptions, Snapshot};
+use roctx_config::{log, CaptureRequest, CAPTURE};
+use roctx_sys::rocprofiler::{self, Layout, Record};
+use roctx_sys::roctx::Flavor;
 
-/// Env var choosing how sessions capture.
-pub const CAPTURE_VAR: &str = "ROCTX_UTILS_CAPTURE";
-
-/// What a session asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requested {
-    /// The SDK if we can own it and roctx calls reach it, else in-process.
-    Auto,
-    /// The SDK, falling back to in-process (with a warning) when it cannot be used.
-    Sdk,
-    /// In-process only.
-    InProcess,
-    /// Records fed by the host.
-    Host,
-    /// Nothing.
-    Off,
+/// Configures tool mode now, if it can be (start-up step 2; later calls return at once).
+pub fn prepare_tool() {
+    tool::prepare();
 }
 
-impl Requested {
-    /// Parses `auto|sdk|self|host|off` (ASCII case-insensitive).
-    pub fn parse(raw: &str) -> Option<Requested> {
-        match raw.to_ascii_lowercase().as_str() {
-            "auto" => Some(Requested::Auto),
-            "sdk" => Some(Requested::Sdk),
-            "self" | "inprocess" | "in-process" => Some(Requested::InProcess),
-            "host" => Some(Requested::Host),
-            "off" => Some(Requested::Off),
-            _ => None,
+/// The mode a session asking for `requested` gets, given the roctx that was bound (`auto`
+/// needs one that reports to the SDK). Fallbacks are logged with the reason.
+pub fn resolve(requested: CaptureRequest, roctx: Option<Flavor>) -> CaptureMode {
+    match requested {
+        CaptureRequest::Off => CaptureMode::Off,
+        CaptureRequest::InProcess => CaptureMode::InProcess,
+        CaptureRequest::Host => CaptureMode::Host,
+        CaptureRequest::Auto | CaptureRequest::Sdk => resolve_sdk(requested, roctx),
+    }
+}
+
+fn resolve_sdk(requested: CaptureRequest, roctx: Option<Flavor>) -> CaptureMode {
+    let roctx_reaches_sdk = || roctx == Some(Flavor::Sdk);
+    match tool::prepare() {
+        tool::ToolState::Ready { .. } if requested == CaptureRequest::Sdk || roctx_reaches_sdk() => CaptureMode::Sdk,
+        tool::ToolState::Ready { .. } => {
+            log::info(format_args!("rocprofiler-sdk is configured but the bound roctx does not report to it; capturing in-process"));
+            CaptureMode::InProcess
+        }
+        tool::ToolState::Unavailable(why) => {
+            if requested == CaptureRequest::Sdk {
+                log::warn(format_args!("{CAPTURE}=sdk, but {why}; capturing in-process instead"));
+            } else {
+                log::info(format_args!("{why}; capturing in-process"));
+            }
+            CaptureMode::InProcess
         }
     }
 }
 
-/// `ROCTX_UTILS_CAPTURE`, read once (a bad value warns and means `auto`).
-pub fn requested_from_env() -> Requested {
-    static REQ: OnceLock<Requested> = OnceLock::new();
-    *REQ.get_or_init(|| match std::env::var(CAPTURE_VAR) {
-        Err(_) => Requested::Auto,
-        Ok(raw) => Requested::parse(&raw).unwrap_or_else(|| {
-            crate::log::warn(format_args!(
-                "{CAPTURE_VAR}={raw:?} is not one of auto, sdk, self, host, off; using auto"
-            ));
-            Requested::Auto
-        }),
-    })
-}
-
-/// Called once, right before roctx is first bound: rocprofiler-sdk only sees roctx calls made
-/// after a tool is configured (roctx registers its dispatch tables once, at its first call), so
-/// tool mode must be set up now or never. Only when ranges will flow (emission on) or the SDK
-/// was asked for explicitly; never steals an SDK someone else configured.
-pub(crate) fn before_first_roctx_call() {
-    let wanted = match requested_from_env() {
-        Requested::Sdk => true,
-        Requested::Auto => crate::emitter::emission_enabled(),
-        _ => false,
-    };
-    if wanted {
-        tool::prepare();
-    }
-}
-
-/// Starts a capture session. `requested = None` uses `ROCTX_UTILS_CAPTURE`. Returns the mode
-/// actually used; fallbacks are logged once with the reason.
-pub fn start_session(options: SessionOptions, requested: Option<Requested>) -> Result<CaptureMode, SessionError> {
-    crate::export::explicit_session_starting();
-    let roctx = crate::ffi::roctx::api().map(|r| r.flavor());
-    start_session_for(options, requested, roctx)
-}
-
-/// [`start_session`] with the bound roctx's flavor given (from inside the roctx binding, which
-/// must not ask for itself).
-pub(crate) fn start_session_for(
-    options: SessionOptions,
-    requested: Option<Requested>,
-    roctx: Option<crate::ffi::roctx::Flavor>,
-) -> Result<CaptureMode, SessionError> {
-    let requested = requested.unwrap_or_else(requested_from_env);
-    let mode = match requested {
-        Requested::Off => CaptureMode::Off,
-        Requested::InProcess => CaptureMode::InProcess,
-        Requested::Host => CaptureMode::Host,
-        Requested::Auto | Requested::Sdk => resolve_sdk(requested, roctx),
-    };
+/// Starts the collector's session in `mode` and, for tool mode, the SDK context. Returns the
+/// mode in use: in-process when the SDK context does not start (losing the ranges would be
+/// worse than the mode).
+pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<CaptureMode, SessionError> {
     collector::start(options, mode)?;
     if mode == CaptureMode::Sdk {
         if let Err(why) = tool::start_context() {
-            // Keep the session, in-process: losing the ranges would be worse than the mode.
-            crate::log::warn(format_args!("rocprofiler-sdk context did not start ({why}); capturing in-process"));
+            log::warn(format_args!("rocprofiler-sdk context did not start ({why}); capturing in-process"));
             let _ = collector::stop();
             collector::start(options, CaptureMode::InProcess)?;
             return Ok(CaptureMode::InProcess);
@@ -116,33 +73,12 @@ pub(crate) fn start_session_for(
     Ok(mode)
 }
 
-fn resolve_sdk(requested: Requested, roctx: Option<crate::ffi::roctx::Flavor>) -> CaptureMode {
-    let roctx_reaches_sdk = || roctx == Some(crate::ffi::roctx::Flavor::Sdk);
-    match tool::prepare() {
-        tool::ToolState::Ready { .. } if requested == Requested::Sdk || roctx_reaches_sdk() => CaptureMode::Sdk,
-        tool::ToolState::Ready { .. } => {
-            crate::log::info(format_args!("rocprofiler-sdk is configured but the bound roctx does not report to it; capturing in-process"));
-            CaptureMode::InProcess
-        }
-        tool::ToolState::Unavailable(why) => {
-            if requested == Requested::Sdk {
-                crate::log::warn(format_args!("{CAPTURE_VAR}=sdk, but {why}; capturing in-process instead"));
-            } else {
-                crate::log::info(format_args!("{why}; capturing in-process"));
-            }
-            CaptureMode::InProcess
-        }
-    }
-}
-
-/// Stops the session and returns its events (written to `ROCTX_UTILS_XSPACE_OUT` if set).
-pub fn stop_session() -> Result<Snapshot, SessionError> {
+/// Stops the SDK context (in tool mode) and the collector's session; returns its events.
+pub fn stop() -> Result<Snapshot, SessionError> {
     if collector::active() && collector::mode() == CaptureMode::Sdk {
         tool::stop_context();
     }
-    let snapshot = collector::stop()?;
-    crate::export::on_session_stopped(&snapshot);
-    Ok(snapshot)
+    collector::stop()
 }
 
 /// Outcome of [`feed`].
@@ -200,7 +136,7 @@ const PHASE_EXIT: i32 = 2;
 /// # Safety
 /// `record.payload` must be null or a marker payload valid for the call.
 pub(crate) unsafe fn on_record(record: &Record) -> Result<(), ()> {
-    use crate::collector::{mark, now_ns, pop, push, range_start, range_stop, MAX_LABEL_BYTES};
+    use collector::{mark, now_ns, pop, push, range_start, range_stop, MAX_LABEL_BYTES};
     let tid = record.thread_id;
     // SAFETY (all payload reads below): per this function's contract.
     let payload = |needed| unsafe { rocprofiler::marker_payload(record.payload, needed) }.ok_or(());
@@ -271,17 +207,6 @@ pub(crate) unsafe fn on_record(record: &Record) -> Result<(), ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn capture_modes_parse_strictly() {
-        assert_eq!(Requested::parse("AUTO"), Some(Requested::Auto));
-        assert_eq!(Requested::parse("self"), Some(Requested::InProcess));
-        assert_eq!(Requested::parse("sdk"), Some(Requested::Sdk));
-        assert_eq!(Requested::parse("host"), Some(Requested::Host));
-        assert_eq!(Requested::parse("off"), Some(Requested::Off));
-        assert_eq!(Requested::parse(" sdk"), None);
-        assert_eq!(Requested::parse(""), None);
-    }
 
     #[test]
     fn layouts_follow_the_sdk_version() {

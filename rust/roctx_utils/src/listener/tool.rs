@@ -22,11 +22,10 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use crate::ffi::guard;
-use crate::ffi::rocprofiler::{self, CallbackRecordV6, CallbackRecordV7, Layout, SdkApi, ToolConfigureResult};
+use roctx_config::log;
+use roctx_sys::guard;
+use roctx_sys::rocprofiler::{self, CallbackRecordV6, CallbackRecordV7, Layout, SdkApi, ToolConfigureResult};
 
-/// Env var naming the rocprofiler-sdk library to try first.
-pub const LIBRARY_VAR: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
 const SONAMES: [&str; 2] = ["librocprofiler-sdk.so.1", "librocprofiler-sdk.so.0"];
 
 /// Whether tool mode is usable.
@@ -59,11 +58,11 @@ pub fn prepare() -> &'static ToolState {
     STATE.get_or_init(|| {
         let state = configure();
         match &state {
-            ToolState::Ready { version, location, .. } => crate::log::info(format_args!(
+            ToolState::Ready { version, location, .. } => log::info(format_args!(
                 "rocprofiler-sdk {} from {location}: capturing ROCTX markers in tool mode",
                 version_text(*version)
             )),
-            ToolState::Unavailable(why) => crate::log::info(format_args!("rocprofiler-sdk tool mode unavailable: {why}")),
+            ToolState::Unavailable(why) => log::info(format_args!("rocprofiler-sdk tool mode unavailable: {why}")),
         }
         state
     })
@@ -74,11 +73,12 @@ fn version_text(v: u32) -> String {
 }
 
 fn candidates() -> Vec<String> {
+    let config = roctx_config::get();
     let mut out = Vec::new();
-    if let Some(p) = std::env::var_os(LIBRARY_VAR).filter(|p| !p.is_empty()) {
+    if let Some(p) = &config.rocprofiler_library {
         out.push(p.to_string_lossy().into_owned());
     }
-    let rocm = std::env::var_os("ROCM_PATH").filter(|p| !p.is_empty());
+    let rocm = config.rocm_path.as_ref();
     for name in SONAMES {
         out.push(name.to_owned());
         if let Some(root) = &rocm {
@@ -209,7 +209,7 @@ unsafe extern "C" fn tool_initialize(_fini: *mut c_void, _tool_data: *mut c_void
                     ));
                     return -1;
                 }
-                crate::log::warn(format_args!(
+                log::warn(format_args!(
                     "rocprofiler-sdk: subscribing marker kind {kind} failed ({}); thread names or pause/resume will not be captured",
                     api.status_name(status)
                 ));
@@ -261,6 +261,6 @@ pub(crate) fn stop_context() {
     // SAFETY: a context we created.
     let status = unsafe { (api.stop_context)(CONTEXT.load(Ordering::Acquire)) };
     if status != 0 {
-        crate::log::warn(format_args!("rocprofiler_stop_context returned {}", api.status_name(status)));
+        log::warn(format_args!("rocprofiler_stop_context returned {}", api.status_name(status)));
     }
 }

@@ -1,5 +1,5 @@
-//! The one cxx bridge: the drop-in `tsl::profiler` functions, exported under their upstream
-//! C++ names, and the host AnnotationStack shim they call back into.
+//! The inbound cxx bridge: the drop-in `tsl::profiler` functions, exported under their upstream
+//! C++ names. (The outbound one, to the host's AnnotationStack, is [`crate::host`].)
 //!
 //! The bridge includes only `roctx_types.h` (types, no functions): cxx declares every exported
 //! function `noexcept`, the public header does not, and the two must not meet in one
@@ -9,7 +9,9 @@
 
 use std::ffi::c_char;
 
-use super::{guard, CText};
+use roctx_sys::CText;
+
+use super::guard;
 use crate::emitter;
 
 #[cxx::bridge(namespace = "tsl::profiler")]
@@ -21,16 +23,6 @@ pub mod ffi {
         #[cxx_name = "String"]
         type StringTarget;
         type Stream;
-    }
-
-    // The host's AnnotationStack, through a shim compiled against whichever one
-    // //:annotation_stack selects.
-    #[namespace = "roctx_utils::host"]
-    unsafe extern "C++" {
-        include!("roctx_utils/detail/annotation_stack_shim.h");
-        fn annotation_stack_is_enabled() -> bool;
-        unsafe fn annotation_stack_push(name: *const c_char, len: usize);
-        fn annotation_stack_pop();
     }
 
     // The drop-in interface, under upstream's names.

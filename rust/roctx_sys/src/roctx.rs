@@ -1,31 +1,23 @@
 //! roctx, bound at run time: never linked, so a host built with roctx_utils runs on machines
-//! without ROCm. Owns the library search, the function table and the safety checks that keep
-//! rocprofiler-register from aborting the host.
-//!
-//! Search order (first library that loads and exports `roctxRangePushA`/`roctxRangePop` wins):
-//!
-//! 1. `$ROCTX_UTILS_ROCTX_LIBRARY` (a path or a soname);
-//! 2. `librocprofiler-sdk-roctx.so.1` (ROCm >= 7.0), then `.so.0` (ROCm 6.x), then roctracer's
-//!    legacy `libroctx64.so.4` (core functions only); each by soname (the loader's search path),
-//!    then under `$ROCM_PATH/lib`, then under `/opt/rocm/lib`.
-//!
-//! The search runs once, on first use; the result is latched, so the hot path is one acquire
-//! load and one indirect call. If nothing loads, one warning lists what was tried.
+//! without ROCm. This module binds one candidate library ([`Roctx::open`]) and owns the safety
+//! check that keeps rocprofiler-register from aborting the host; the search order, the latch and
+//! the messages are `roctx_utils::runtime`'s.
 //!
 //! The rocprofiler-sdk roctx registers with rocprofiler-register on its first call; if a tool
 //! is indicated (ROCP_TOOL_LIBRARIES, ROCPROFILER_REGISTER_LIBRARY,
 //! ROCPROFILER_REGISTER_FORCE_LOAD or a global `rocprofiler_configure`) but
 //! `rocprofiler_set_api_table` cannot be found, register calls LOG(FATAL) and the process
-//! aborts. We check that condition before the first call and skip such a library (with a
-//! warning naming the variable), so a mis-set environment costs the roctx ranges, not the job.
+//! aborts. [`Roctx::open`] checks that condition before the first call and refuses such a
+//! library ([`Refusal::WouldAbort`]), so a mis-set environment costs the roctx ranges, not the
+//! job.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::OnceLock;
 
 use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_LAZY, RTLD_LOCAL, RTLD_NOW};
+use roctx_config::RegisterEnv;
 
-/// Env var naming the roctx library to try first.
-pub const LIBRARY_VAR: &str = "ROCTX_UTILS_ROCTX_LIBRARY";
+use crate::CText;
+
 /// rocprofiler-sdk roctx sonames, newest first, then roctracer's legacy library.
 pub const SDK_SONAMES: [&str; 2] = ["librocprofiler-sdk-roctx.so.1", "librocprofiler-sdk-roctx.so.0"];
 /// roctracer's roctx: RangePush/Pop, Mark, RangeStart/Stop only; invisible to rocprofiler-sdk.
@@ -70,7 +62,7 @@ pub struct Roctx {
 impl Roctx {
     /// `roctxRangePushA(text)`; returns roctx's 0-based nesting level.
     #[inline(always)]
-    pub fn range_push(&self, text: super::CText<'_>) -> i32 {
+    pub fn range_push(&self, text: CText<'_>) -> i32 {
         // SAFETY: `push` was resolved from the kept-alive library with roctx's signature; the
         // text is NUL-terminated and outlives the call.
         unsafe { (self.push)(text.as_ptr()) }
@@ -84,7 +76,7 @@ impl Roctx {
     }
 
     /// `roctxMarkA(text)`, if the library has it.
-    pub fn mark(&self, text: super::CText<'_>) {
+    pub fn mark(&self, text: CText<'_>) {
         if let Some(f) = self.mark {
             // SAFETY: as `range_push`.
             unsafe { f(text.as_ptr()) }
@@ -92,7 +84,7 @@ impl Roctx {
     }
 
     /// `roctxRangeStartA(text)`: a process-wide range id (from 1), if the library has it.
-    pub fn range_start(&self, text: super::CText<'_>) -> Option<u64> {
+    pub fn range_start(&self, text: CText<'_>) -> Option<u64> {
         // SAFETY: as `range_push`.
         self.range_start.map(|f| unsafe { f(text.as_ptr()) })
     }
@@ -140,83 +132,9 @@ impl Roctx {
     }
 }
 
-static ROCTX: OnceLock<Option<Roctx>> = OnceLock::new();
-
-/// The bound roctx, loading it on the first call; `None` when no library could be used.
-#[inline(always)]
-pub fn api() -> Option<&'static Roctx> {
-    match ROCTX.get() {
-        Some(bound) => bound.as_ref(),
-        None => bind(),
-    }
-}
-
-/// The first use: search, bind, and maybe start an automatic session. Kept out of line so the
-/// hot path above stays one load and a branch.
-#[cold]
-#[inline(never)]
-fn bind() -> Option<&'static Roctx> {
-    let bound = ROCTX.get_or_init(load).as_ref();
-    // Outside the latch's initializer, which must not be re-entered: a session started here may
-    // need to know the roctx flavor.
-    crate::export::auto_session(bound.map(Roctx::flavor));
-    bound
-}
-
-/// Where to look, in order (see the module docs).
-fn candidates() -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(path) = std::env::var_os(LIBRARY_VAR).filter(|p| !p.is_empty()) {
-        out.push(path.to_string_lossy().into_owned());
-    }
-    let rocm_path = std::env::var_os("ROCM_PATH").filter(|p| !p.is_empty());
-    for name in SDK_SONAMES.iter().chain([&LEGACY_SONAME]) {
-        out.push((*name).to_owned());
-        if let Some(root) = &rocm_path {
-            out.push(format!("{}/lib/{name}", root.to_string_lossy()));
-        }
-        out.push(format!("/opt/rocm/lib/{name}"));
-    }
-    out.dedup();
-    out
-}
-
-fn load() -> Option<Roctx> {
-    // rocprofiler-sdk only intercepts roctx calls made after a tool is configured, so tool-mode
-    // capture has to be set up before our first roctx call, i.e. now.
-    crate::listener::before_first_roctx_call();
-    let mut tried = Vec::new();
-    for location in candidates() {
-        match bind_library(&location) {
-            Ok(roctx) => {
-                crate::log::info(format_args!("bound roctx from {location} ({:?})", roctx.flavor));
-                if !tried.is_empty() {
-                    crate::log::info(format_args!("before that, tried: {}", tried.join("; ")));
-                }
-                return Some(roctx);
-            }
-            Err(Refusal::Unusable(why)) => tried.push(format!("{location}: {why}")),
-            Err(Refusal::WouldAbort(why)) => {
-                // Not a search miss: the user's environment asks for a tool that cannot load.
-                crate::log::warn(format_args!("skipped librocprofiler-sdk-roctx at {location}: {why}"));
-                tried.push(format!("{location}: skipped, see the warning above"));
-            }
-        }
-    }
-    // Only worth a warning when the user asked for ROCTX ranges; otherwise (naming calls are
-    // ungated) it is setup detail.
-    let report = if crate::emitter::emission_enabled() { crate::log::warn } else { crate::log::info };
-    report(format_args!(
-        "no roctx library could be loaded, so ranges reach AnnotationStack and roctx_utils' own \
-         capture only; rocprofv3 and other roctx tools will not see them. Tried, in order: {}. \
-         Install rocprofiler-sdk-roctx or set {LIBRARY_VAR} to its path.",
-        tried.join("; ")
-    ));
-    None
-}
-
 /// Why a candidate was not bound.
-enum Refusal {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
     /// Not there, or not a roctx library.
     Unusable(String),
     /// A roctx that registers with rocprofiler-register, in an environment where that aborts.
@@ -229,7 +147,16 @@ impl From<&str> for Refusal {
     }
 }
 
-fn bind_library(location: &str) -> Result<Roctx, Refusal> {
+impl Roctx {
+    /// Binds the roctx library at `location` (a path or a soname), refusing one that is not
+    /// roctx, and an SDK roctx whose first call would abort under `register` (rocprofiler-
+    /// register's variables, read right before this call).
+    pub fn open(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal> {
+        bind_library(location, register)
+    }
+}
+
+fn bind_library(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal> {
     // SAFETY: loading a shared object runs its constructors; roctx's (either flavor) only set up
     // local bookkeeping and need no GPU (rocprofiler_abi.md 2.2). RTLD_LOCAL keeps our copy from
     // interposing anyone else's symbols.
@@ -240,7 +167,7 @@ fn bind_library(location: &str) -> Result<Roctx, Refusal> {
     let registers = unsafe { sym::<unsafe extern "C" fn()>(&library, b"rocprofiler_register_import_roctx\0") }.is_some();
     let legacy = !registers && unsafe { sym::<unsafe extern "C" fn() -> u32>(&library, b"roctx_version_major\0") }.is_some();
     if registers {
-        if let Some(why) = register_would_abort() {
+        if let Some(why) = register_would_abort(register) {
             return Err(Refusal::WouldAbort(why));
         }
     }
@@ -276,25 +203,17 @@ fn short_error(e: &libloading::Error) -> String {
     }
 }
 
-fn env_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty())
-}
-
 /// Whether the first roctx call would make rocprofiler-register abort, and why
 /// (rocprofiler_abi.md 2.1 step 4 and 2.2).
-fn register_would_abort() -> Option<String> {
-    let disabled = std::env::var("ROCPROFILER_REGISTER_ENABLED")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"));
-    if disabled {
+fn register_would_abort(env: &RegisterEnv) -> Option<String> {
+    if env.disabled {
         return None;
     }
-    let force = std::env::var("ROCPROFILER_REGISTER_FORCE_LOAD")
-        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
-    let reason = if env_set("ROCP_TOOL_LIBRARIES") {
+    let reason = if env.tool_libraries {
         "ROCP_TOOL_LIBRARIES is set"
-    } else if env_set("ROCPROFILER_REGISTER_LIBRARY") {
+    } else if env.register_library.is_some() {
         "ROCPROFILER_REGISTER_LIBRARY is set"
-    } else if force {
+    } else if env.force_load {
         "ROCPROFILER_REGISTER_FORCE_LOAD is set"
     } else if global_symbol(c"rocprofiler_configure") {
         "a rocprofiler_configure symbol is globally visible"
@@ -305,10 +224,7 @@ fn register_would_abort() -> Option<String> {
         return None;
     }
     // Register would dlopen this library itself, in the same way; if we can, it can.
-    let sdk = std::env::var("ROCPROFILER_REGISTER_LIBRARY")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "librocprofiler-sdk.so".to_owned());
+    let sdk = env.register_library.clone().unwrap_or_else(|| "librocprofiler-sdk.so".to_owned());
     // SAFETY: loading the SDK is exactly what rocprofiler-register does at the first roctx call
     // under these conditions; doing it first changes the timing, not the outcome.
     if let Ok(lib) = unsafe { Library::open(Some(&sdk), RTLD_LAZY | RTLD_GLOBAL) } {
@@ -328,17 +244,4 @@ fn register_would_abort() -> Option<String> {
 fn global_symbol(name: &CStr) -> bool {
     // SAFETY: dlsym on RTLD_DEFAULT with a NUL-terminated name has no other precondition.
     !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn candidates_follow_the_documented_order() {
-        let c = super::candidates();
-        let pos = |s: &str| c.iter().position(|x| x == s).unwrap_or_else(|| panic!("{s} missing from {c:?}"));
-        assert!(pos("librocprofiler-sdk-roctx.so.1") < pos("librocprofiler-sdk-roctx.so.0"));
-        assert!(pos("librocprofiler-sdk-roctx.so.0") < pos("libroctx64.so.4"));
-        assert!(pos("librocprofiler-sdk-roctx.so.1") < pos("/opt/rocm/lib/librocprofiler-sdk-roctx.so.1"));
-        assert!(pos("/opt/rocm/lib/librocprofiler-sdk-roctx.so.1") < pos("librocprofiler-sdk-roctx.so.0"));
-    }
 }

@@ -1,11 +1,60 @@
 //! The `extern "C"` surface of `include/roctx_utils/roctx_utils.h`: annotation handles for
-//! hosts without C++ scopes, and diagnostics. Each entry runs inside [`super::guard`].
+//! hosts without C++ scopes, marks and cross-thread ranges, capture sessions, snapshots, export
+//! and diagnostics. Each entry runs inside [`guard`] and calls the layers below.
+//!
+//! Every struct the library fills (`*_counters`, `*_event`, `*_capture_stats`, `*_buffer`)
+//! starts with `struct_size`, set by the caller to the size it was compiled with: the library
+//! writes only that many bytes ([`write_sized`]), so a caller built against an older, shorter
+//! struct keeps working when fields are appended. Each mirror below is `#[repr(C)]` with the
+//! size and offsets the header's `static_assert`s state; `tests::header_matches_the_mirrors`
+//! reads the header and checks both against these structs.
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::c_char;
+use std::mem::{offset_of, size_of};
 
-use super::{guard, CText};
+use roctx_collector::{CaptureMode, EventKind, SessionError, SessionOptions, Snapshot, Stats};
+use roctx_config::{log, CaptureRequest};
+use roctx_sys::CText;
+
+use super::guard;
 use crate::emitter::{self, Annotation};
+use crate::{export, listener, runtime};
+
+/// Status codes (header: `roctx_utils_status`).
+const STATUS_OK: i32 = 0;
+const STATUS_ALREADY_RUNNING: i32 = 1;
+const STATUS_NOT_RUNNING: i32 = 2;
+const STATUS_INVALID_ARGUMENT: i32 = 3;
+const STATUS_IO_ERROR: i32 = 4;
+const STATUS_INTERNAL: i32 = -1;
+
+/// Copies `value` into the caller's `out`, at most `out->struct_size` bytes of it (the caller's
+/// `struct_size` stays as the caller set it). `INVALID_ARGUMENT` when `out` is null or its
+/// `struct_size` does not cover `min_size` bytes (the fields no caller can do without).
+///
+/// # Safety
+/// `out` must be null or point at a writable struct whose first field is a `u64` struct_size,
+/// with at least `struct_size` writable bytes (the header contract of every output struct).
+unsafe fn write_sized<T: Copy>(out: *mut T, value: T, min_size: usize) -> i32 {
+    if out.is_null() {
+        return STATUS_INVALID_ARGUMENT;
+    }
+    // SAFETY: per contract the struct starts with a u64; read unaligned-safe.
+    let caller_size = unsafe { out.cast::<u64>().read_unaligned() };
+    let caller_size = usize::try_from(caller_size).unwrap_or(usize::MAX);
+    if caller_size < min_size.max(size_of::<u64>()) {
+        return STATUS_INVALID_ARGUMENT;
+    }
+    let n = caller_size.min(size_of::<T>());
+    let src = std::ptr::addr_of!(value).cast::<u8>();
+    // SAFETY: `n - 8` bytes after the struct_size are within both `value` and the caller's
+    // `struct_size` writable bytes; the two do not overlap (`value` is a local).
+    unsafe { std::ptr::copy_nonoverlapping(src.add(8), out.cast::<u8>().add(8), n - 8) };
+    STATUS_OK
+}
+
+// ---- annotation handles ----
 
 /// Opaque handle behind `roctx_utils_annotation*`.
 pub type AnnotationHandle = Annotation;
@@ -42,22 +91,25 @@ pub unsafe extern "C" fn roctx_utils_annotation_destroy(annotation: *mut Annotat
     })
 }
 
+// ---- diagnostics ----
+
 /// `roctx_utils_roctx_state_get`: 0 missing, 1 SDK, 2 legacy.
 #[no_mangle]
 pub extern "C" fn roctx_utils_roctx_state_get() -> u32 {
-    guard(0, || super::roctx::api().map_or(0, |api| api.flavor() as u32))
+    guard(0, || runtime::get().roctx_flavor().map_or(0, |flavor| flavor as u32))
 }
 
 /// `roctx_utils_roctx_library`.
 #[no_mangle]
 pub extern "C" fn roctx_utils_roctx_library() -> *const c_char {
-    guard(std::ptr::null(), || super::roctx::api().map_or(std::ptr::null(), |api| api.location().as_ptr()))
+    guard(std::ptr::null(), || runtime::get().roctx().map_or(std::ptr::null(), |api| api.location().as_ptr()))
 }
 
-/// Mirror of `roctx_utils_counters` (all u64, in header order).
+/// Mirror of `roctx_utils_counters`.
 #[repr(C)]
-#[derive(Debug, Default)]
-pub struct Counters {
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountersC {
+    struct_size: u64,
     strings_interned: u64,
     string_pool_bytes: u64,
     strings_truncated: u64,
@@ -65,14 +117,15 @@ pub struct Counters {
     null_streams: u64,
     panics_caught: u64,
 }
-const _: () = assert!(std::mem::size_of::<Counters>() == 48);
+const _: () = assert!(size_of::<CountersC>() == 56 && offset_of!(CountersC, panics_caught) == 48);
 
 /// `roctx_utils_counters_get`.
 #[no_mangle]
-pub unsafe extern "C" fn roctx_utils_counters_get(out: *mut Counters) {
-    guard((), || {
+pub unsafe extern "C" fn roctx_utils_counters_get(out: *mut CountersC) -> i32 {
+    guard(STATUS_INTERNAL, || {
         let pool = emitter::intern::stats();
-        let counters = Counters {
+        let counters = CountersC {
+            struct_size: size_of::<CountersC>() as u64,
             strings_interned: pool.interned,
             string_pool_bytes: pool.bytes,
             strings_truncated: pool.truncated,
@@ -80,14 +133,12 @@ pub unsafe extern "C" fn roctx_utils_counters_get(out: *mut Counters) {
             null_streams: emitter::null_streams(),
             panics_caught: super::panics_caught(),
         };
-        // SAFETY: the header requires `out` to be null or a writable roctx_utils_counters.
-        if let Some(out) = unsafe { out.as_mut() } {
-            *out = counters;
-        }
+        // SAFETY: the header requires null or a roctx_utils_counters with struct_size set.
+        unsafe { write_sized(out, counters, 16) }
     })
 }
 
-// ---- instant and cross-thread ranges ----
+// ---- instants and cross-thread ranges ----
 
 /// `roctx_utils_mark`.
 #[no_mangle]
@@ -111,10 +162,7 @@ pub extern "C" fn roctx_utils_range_stop(id: u64) {
 
 // ---- capture sessions ----
 
-use crate::collector::{CaptureMode, EventKind, SessionOptions, Snapshot, Stats};
-use crate::listener::{self, Requested};
-
-/// Mirror of `roctx_utils_session_options`.
+/// Mirror of `roctx_utils_session_options` (an input: the caller's struct_size must cover it).
 #[repr(C)]
 #[derive(Debug)]
 pub struct SessionOptionsC {
@@ -124,23 +172,16 @@ pub struct SessionOptionsC {
     max_events_per_thread: u64,
     max_label_bytes_per_thread: u64,
 }
-const _: () = assert!(std::mem::size_of::<SessionOptionsC>() == 32);
+const _: () = assert!(size_of::<SessionOptionsC>() == 32 && offset_of!(SessionOptionsC, max_label_bytes_per_thread) == 24);
 
-/// Status codes of the session functions (header: `roctx_utils_status`).
-const STATUS_OK: i32 = 0;
-const STATUS_ALREADY_RUNNING: i32 = 1;
-const STATUS_NOT_RUNNING: i32 = 2;
-const STATUS_INVALID_ARGUMENT: i32 = 3;
-const STATUS_INTERNAL: i32 = -1;
-
-fn requested_from_c(mode: u32) -> Option<Option<Requested>> {
+fn requested_from_c(mode: u32) -> Option<Option<CaptureRequest>> {
     Some(match mode {
         0 => None, // ROCTX_UTILS_CAPTURE_DEFAULT: the environment decides
-        1 => Some(Requested::Auto),
-        2 => Some(Requested::Sdk),
-        3 => Some(Requested::InProcess),
-        4 => Some(Requested::Host),
-        5 => Some(Requested::Off),
+        1 => Some(CaptureRequest::Auto),
+        2 => Some(CaptureRequest::Sdk),
+        3 => Some(CaptureRequest::InProcess),
+        4 => Some(CaptureRequest::Host),
+        5 => Some(CaptureRequest::Off),
         _ => return None,
     })
 }
@@ -153,7 +194,7 @@ pub unsafe extern "C" fn roctx_utils_session_start(options: *const SessionOption
         let mut requested = None;
         // SAFETY: the header requires null or a valid options struct.
         if let Some(o) = unsafe { options.as_ref() } {
-            if o.struct_size < std::mem::size_of::<SessionOptionsC>() as u64 {
+            if o.struct_size < size_of::<SessionOptionsC>() as u64 {
                 return STATUS_INVALID_ARGUMENT;
             }
             match requested_from_c(o.mode) {
@@ -168,10 +209,10 @@ pub unsafe extern "C" fn roctx_utils_session_start(options: *const SessionOption
                 opts.max_label_bytes_per_thread = usize::try_from(o.max_label_bytes_per_thread).unwrap_or(usize::MAX);
             }
         }
-        match listener::start_session(opts, requested) {
+        match runtime::start_session(opts, requested) {
             Ok(_) => STATUS_OK,
-            Err(crate::collector::SessionError::AlreadyRunning) => STATUS_ALREADY_RUNNING,
-            Err(crate::collector::SessionError::NotRunning) => STATUS_INTERNAL,
+            Err(SessionError::AlreadyRunning) => STATUS_ALREADY_RUNNING,
+            Err(SessionError::NotRunning) => STATUS_INTERNAL,
         }
     })
 }
@@ -179,7 +220,7 @@ pub unsafe extern "C" fn roctx_utils_session_start(options: *const SessionOption
 /// `roctx_utils_capture_mode_get`: the running (or last) session's mode.
 #[no_mangle]
 pub extern "C" fn roctx_utils_capture_mode_get() -> u32 {
-    guard(0, || match crate::collector::mode() {
+    guard(0, || match roctx_collector::mode() {
         CaptureMode::Off => 0,
         CaptureMode::Sdk => 1,
         CaptureMode::Host => 2,
@@ -193,7 +234,7 @@ pub type SnapshotHandle = Snapshot;
 /// `roctx_utils_session_stop`.
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_session_stop(out: *mut *mut SnapshotHandle) -> i32 {
-    guard(STATUS_INTERNAL, || match listener::stop_session() {
+    guard(STATUS_INTERNAL, || match runtime::stop_session() {
         Ok(snapshot) => {
             let handle = Box::into_raw(Box::new(snapshot));
             // SAFETY: the header requires null or a writable pointer slot.
@@ -211,7 +252,7 @@ pub unsafe extern "C" fn roctx_utils_session_stop(out: *mut *mut SnapshotHandle)
 /// `roctx_utils_session_snapshot`.
 #[no_mangle]
 pub extern "C" fn roctx_utils_session_snapshot() -> *mut SnapshotHandle {
-    guard(std::ptr::null_mut(), || Box::into_raw(Box::new(crate::collector::snapshot())))
+    guard(std::ptr::null_mut(), || Box::into_raw(Box::new(roctx_collector::snapshot())))
 }
 
 /// `roctx_utils_snapshot_free`.
@@ -234,9 +275,10 @@ pub unsafe extern "C" fn roctx_utils_snapshot_event_count(snapshot: *const Snaps
 
 /// Mirror of `roctx_utils_event`.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct EventC {
-    kind: u32,
+    struct_size: u64,
+    kind: EventKind,
     depth: u32,
     tid: u64,
     end_tid: u64,
@@ -245,24 +287,19 @@ pub struct EventC {
     label: *const c_char,
     label_len: usize,
 }
-const _: () = assert!(std::mem::size_of::<EventC>() == 56);
+const _: () = assert!(size_of::<EventC>() == 64 && offset_of!(EventC, tid) == 16 && offset_of!(EventC, label_len) == 56);
 
 /// `roctx_utils_snapshot_event`.
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_snapshot_event(snapshot: *const SnapshotHandle, index: usize, out: *mut EventC) -> i32 {
     guard(STATUS_INTERNAL, || {
-        // SAFETY: null or live handles / writable struct (header contract).
-        let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) else {
-            return STATUS_INVALID_ARGUMENT;
-        };
+        // SAFETY: null or a live handle (header contract).
+        let Some(s) = (unsafe { snapshot.as_ref() }) else { return STATUS_INVALID_ARGUMENT };
         let Some(e) = s.events.get(index) else { return STATUS_INVALID_ARGUMENT };
         let label = s.label(e);
-        *out = EventC {
-            kind: match e.kind {
-                EventKind::Range => 0,
-                EventKind::Mark => 1,
-                EventKind::ProcessRange => 2,
-            },
+        let event = EventC {
+            struct_size: size_of::<EventC>() as u64,
+            kind: e.kind,
             depth: u32::from(e.depth),
             tid: e.tid,
             end_tid: e.end_tid,
@@ -272,58 +309,30 @@ pub unsafe extern "C" fn roctx_utils_snapshot_event(snapshot: *const SnapshotHan
             label: label.as_ptr().cast(),
             label_len: label.len(),
         };
-        STATUS_OK
+        // SAFETY: the header requires null or a roctx_utils_event with struct_size set.
+        unsafe { write_sized(out, event, size_of::<EventC>()) }
     })
 }
 
-/// Mirror of `roctx_utils_capture_stats` (all u64, in [`Stats`] field order).
+/// Mirror of `roctx_utils_capture_stats`: `struct_size`, then [`Stats`] itself (`#[repr(C)]`,
+/// all `u64`, declared once in the collector).
 #[repr(C)]
-#[derive(Debug, Default)]
-pub struct StatsC {
-    recorded: u64,
-    dropped_event_cap: u64,
-    dropped_label_cap: u64,
-    dropped_too_deep: u64,
-    dropped_empty_label: u64,
-    unmatched_pops: u64,
-    unmatched_stops: u64,
-    begun_outside_session: u64,
-    paused: u64,
-    open_at_stop: u64,
-    process_ranges_open_at_stop: u64,
-    open_at_thread_exit: u64,
-    rejected_records: u64,
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CaptureStatsC {
+    struct_size: u64,
+    stats: Stats,
 }
-const _: () = assert!(std::mem::size_of::<StatsC>() == 13 * 8);
-
-impl From<&Stats> for StatsC {
-    fn from(s: &Stats) -> StatsC {
-        StatsC {
-            recorded: s.recorded,
-            dropped_event_cap: s.dropped_event_cap,
-            dropped_label_cap: s.dropped_label_cap,
-            dropped_too_deep: s.dropped_too_deep,
-            dropped_empty_label: s.dropped_empty_label,
-            unmatched_pops: s.unmatched_pops,
-            unmatched_stops: s.unmatched_stops,
-            begun_outside_session: s.begun_outside_session,
-            paused: s.paused,
-            open_at_stop: s.open_at_stop,
-            process_ranges_open_at_stop: s.process_ranges_open_at_stop,
-            open_at_thread_exit: s.open_at_thread_exit,
-            rejected_records: s.rejected_records,
-        }
-    }
-}
+const _: () = assert!(size_of::<CaptureStatsC>() == 8 + 13 * 8 && offset_of!(CaptureStatsC, stats) == 8);
 
 /// `roctx_utils_snapshot_stats`.
 #[no_mangle]
-pub unsafe extern "C" fn roctx_utils_snapshot_stats(snapshot: *const SnapshotHandle, out: *mut StatsC) {
-    guard((), || {
-        // SAFETY: null or live handle / writable struct (header contract).
-        if let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) {
-            *out = StatsC::from(&s.stats);
-        }
+pub unsafe extern "C" fn roctx_utils_snapshot_stats(snapshot: *const SnapshotHandle, out: *mut CaptureStatsC) -> i32 {
+    guard(STATUS_INTERNAL, || {
+        // SAFETY: null or live handle (header contract).
+        let Some(s) = (unsafe { snapshot.as_ref() }) else { return STATUS_INVALID_ARGUMENT };
+        let stats = CaptureStatsC { struct_size: size_of::<CaptureStatsC>() as u64, stats: s.stats };
+        // SAFETY: the header requires null or a roctx_utils_capture_stats with struct_size set.
+        unsafe { write_sized(out, stats, 16) }
     })
 }
 
@@ -361,7 +370,7 @@ pub unsafe extern "C" fn roctx_utils_snapshot_thread_name(snapshot: *const Snaps
 pub unsafe extern "C" fn roctx_utils_current_label(buf: *mut c_char, cap: usize) -> usize {
     guard(0, || {
         // SAFETY: forwarded header contract for `buf`/`cap`.
-        unsafe { copy_out(&crate::collector::current_label(), buf, cap) }
+        unsafe { copy_out(&roctx_collector::current_label(), buf, cap) }
     })
 }
 
@@ -374,20 +383,33 @@ pub unsafe extern "C" fn roctx_utils_listener_feed(record: *const std::ffi::c_vo
 
 // ---- export ----
 
-const STATUS_IO_ERROR: i32 = 4;
-
 /// Mirror of `roctx_utils_buffer`.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct BufferC {
+    struct_size: u64,
     data: *mut u8,
     len: usize,
 }
+const _: () = assert!(size_of::<BufferC>() == 24 && offset_of!(BufferC, len) == 16);
 
-fn give_buffer(bytes: Vec<u8>, out: &mut BufferC) {
+/// Hands `bytes` to the caller's buffer; `INVALID_ARGUMENT` when `out` is null or its
+/// struct_size does not cover the whole struct (a buffer half written could not be freed).
+///
+/// # Safety
+/// `out` must be null or a writable roctx_utils_buffer with struct_size set (header contract).
+unsafe fn give_buffer(bytes: Vec<u8>, out: *mut BufferC) -> i32 {
     let boxed = bytes.into_boxed_slice();
-    out.len = boxed.len();
-    out.data = Box::into_raw(boxed).cast::<u8>();
+    let len = boxed.len();
+    let data = Box::into_raw(boxed).cast::<u8>();
+    let buffer = BufferC { struct_size: size_of::<BufferC>() as u64, data, len };
+    // SAFETY: per contract.
+    let status = unsafe { write_sized(out, buffer, size_of::<BufferC>()) };
+    if status != STATUS_OK {
+        // SAFETY: `data`/`len` came from Box<[u8]>::into_raw just above and were not handed out.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(data, len)) });
+    }
+    status
 }
 
 /// `roctx_utils_buffer_free`.
@@ -410,11 +432,11 @@ pub unsafe extern "C" fn roctx_utils_buffer_free(buffer: *mut BufferC) {
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_snapshot_roctx_plane(snapshot: *const SnapshotHandle, out: *mut BufferC) -> i32 {
     guard(STATUS_INTERNAL, || {
-        // SAFETY: null or live handle / writable struct (header contract).
-        let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) else { return STATUS_INVALID_ARGUMENT };
-        let plane = crate::export::xplane::roctx_plane(&crate::export::trace(s));
-        give_buffer(prost::Message::encode_to_vec(&plane), out);
-        STATUS_OK
+        // SAFETY: null or live handle (header contract).
+        let Some(s) = (unsafe { snapshot.as_ref() }) else { return STATUS_INVALID_ARGUMENT };
+        let plane = export::xplane::roctx_plane(&export::trace(s));
+        // SAFETY: header contract for `out`.
+        unsafe { give_buffer(prost::Message::encode_to_vec(&plane), out) }
     })
 }
 
@@ -427,8 +449,11 @@ pub unsafe extern "C" fn roctx_utils_merge_into_xspace(
     out: *mut BufferC,
 ) -> i32 {
     guard(STATUS_INTERNAL, || {
-        // SAFETY: null or live handle / writable struct (header contract).
-        let (Some(s), Some(out)) = (unsafe { snapshot.as_ref() }, unsafe { out.as_mut() }) else { return STATUS_INVALID_ARGUMENT };
+        // SAFETY: null or live handle (header contract).
+        let Some(s) = (unsafe { snapshot.as_ref() }) else { return STATUS_INVALID_ARGUMENT };
+        if out.is_null() {
+            return STATUS_INVALID_ARGUMENT;
+        }
         let input: &[u8] = if xspace_len == 0 {
             &[]
         } else if xspace.is_null() {
@@ -437,11 +462,9 @@ pub unsafe extern "C" fn roctx_utils_merge_into_xspace(
             // SAFETY: `xspace_len` readable bytes (header contract).
             unsafe { std::slice::from_raw_parts(xspace, xspace_len) }
         };
-        match crate::export::xplane::merge_into_bytes(input, &crate::export::trace(s)) {
-            Ok(bytes) => {
-                give_buffer(bytes, out);
-                STATUS_OK
-            }
+        match export::xplane::merge_into_bytes(input, &export::trace(s)) {
+            // SAFETY: header contract for `out`.
+            Ok(bytes) => unsafe { give_buffer(bytes, out) },
             Err(_) => STATUS_INVALID_ARGUMENT,
         }
     })
@@ -470,14 +493,14 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_logdir(
         let (Some(s), Some(dir)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(logdir) }) else { return STATUS_INVALID_ARGUMENT };
         // SAFETY: as above.
         let run = unsafe { path_arg(run) }.map(|r| r.to_string_lossy().into_owned());
-        match crate::export::write_logdir(s, &dir, run.as_deref()) {
+        match export::write_logdir(s, &dir, run.as_deref()) {
             Ok(path) => {
                 // SAFETY: header contract for `path_out`/`cap`.
                 unsafe { copy_out(&path.to_string_lossy(), path_out, cap) };
                 STATUS_OK
             }
             Err(e) => {
-                crate::log::warn(format_args!("writing the XSpace under {}: {e}", dir.display()));
+                log::warn(format_args!("writing the XSpace under {}: {e}", dir.display()));
                 STATUS_IO_ERROR
             }
         }
@@ -490,14 +513,17 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_chrome(snapshot: *const Snap
     guard(STATUS_INTERNAL, || {
         // SAFETY: header contract.
         let (Some(s), Some(path)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(path) }) else { return STATUS_INVALID_ARGUMENT };
-        let space = crate::export::xplane::standalone_xspace(&crate::export::trace(s));
-        let json = crate::export::chrome::from_xspace(&space).to_string();
+        let space = export::xplane::standalone_xspace(&export::trace(s));
+        let json = export::chrome::from_xspace(&space).to_string();
         match std::fs::write(&path, json) {
             Ok(()) => STATUS_OK,
             Err(e) => {
-                crate::log::warn(format_args!("writing {}: {e}", path.display()));
+                log::warn(format_args!("writing {}: {e}", path.display()));
                 STATUS_IO_ERROR
             }
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,30 +1,52 @@
-//! The collector: bounded per-thread buffers of ROCTX events, sessions, and the marker state
-//! machine every capture mode drives (upstream's MarkerCallback, extended).
-//!
-//! Owns: the per-thread range stacks, the event buffers and their caps, exact drop counters,
-//! cross-thread (start/stop) ranges, thread names, pause/resume, and session generations. It
-//! never decodes SDK records (that is [`crate::listener`]) and never formats output (that is
-//! the exporters' job); it hands out a [`Snapshot`].
-//!
-//! Hot path: each thread appends to its own buffer behind its own mutex, which only a snapshot
-//! ever contends; there is no global lock. Events are stored in fixed-size chunks that are
-//! allocated on first need and reused by later sessions, so a steady state allocates nothing.
-//! Timestamps are `CLOCK_BOOTTIME` nanoseconds, the clock rocprofiler-sdk stamps kernel and
-//! marker records with, read through the vDSO (no syscall).
-//!
-//! # Rules
-//! - A range pushed outside a session, or in an earlier session, is not recorded; its pop is
-//!   harmless ([`Stats::begun_outside_session`]).
-//! - A pop with nothing open is ignored and counted ([`Stats::unmatched_pops`]).
-//! - An empty (or null) label still occupies a stack level, so nesting stays balanced, but is
-//!   not recorded ([`Stats::dropped_empty_label`]).
-//! - **Ranges still open at [`stop`]** are dropped and counted ([`Stats::open_at_stop`]); a
-//!   range open when its thread exits is dropped and counted in [`Stats::open_at_thread_exit`].
-//!   Closing them at the stop time would draw ranges that never ended where the trace says.
-//! - Over a cap, the newest event is dropped and counted; nothing already recorded is lost.
+/*!
+The collector: bounded per-thread buffers of ROCTX events, sessions, and the marker state
+machine every capture source drives (upstream's MarkerCallback, extended). It sits below every
+source (the listener's SDK callbacks and host-fed records, the emitter's in-process [`sink`])
+and below every exporter, which only read the [`Snapshot`] it hands out.
+
+# Brief overview
+
+- The record types, defined once: [`Event`], [`EventKind`], [`Stats`] (the counters, declared
+  from one list that also says which counters are losses), [`Snapshot`].
+- The state machine: [`push`], [`pop`], [`mark`], [`range_start`], [`range_stop`], [`pause`],
+  [`resume`], [`name_thread`], each for an explicit thread id and timestamp.
+- Sessions: [`start`], [`stop`], [`snapshot`].
+- [`sink::Sink`]: the small contract the emitter records through (tracing's
+  instrumentation/subscriber split), and [`sink::IN_PROCESS`], the collector's own sink.
+
+Owns: the per-thread range stacks, the event buffers and their caps, exact drop counters,
+cross-thread (start/stop) ranges, thread names, pause/resume, and session generations. It never
+decodes SDK records (the listener does) and never formats output (the exporters do).
+
+# Hot path, exactly
+
+Each thread appends to its own buffer behind its own `parking_lot` mutex, which only a
+snapshot or a session start ever contends: one uncontended lock per event, no global lock.
+A thread's first event allocates its buffer (and registers it under the registry lock, once
+per thread); events go into 4096-event chunks allocated on first need and reused by later
+sessions, so a steady state allocates nothing. Labels are copied once per thread and session
+(a 256-slot cache keyed by an FxHash of the label decides). Pause checks are one relaxed load
+unless a single thread is paused. Timestamps are `CLOCK_BOOTTIME` nanoseconds, the clock
+rocprofiler-sdk stamps kernel and marker records with, read through the vDSO (no syscall).
+
+# Rules
+
+- A range pushed outside a session, or in an earlier session, is not recorded; its pop is
+  harmless ([`Stats::begun_outside_session`]).
+- A pop with nothing open is ignored and counted ([`Stats::unmatched_pops`]).
+- An empty (or null) label still occupies a stack level, so nesting stays balanced, but is
+  not recorded ([`Stats::dropped_empty_label`]).
+- **Ranges still open at [`stop`]** are dropped and counted ([`Stats::open_at_stop`]); a
+  range open when its thread exits is dropped and counted in [`Stats::open_at_thread_exit`].
+  Closing them at the stop time would draw ranges that never ended where the trace says.
+- Over a cap, the newest event is dropped and counted; nothing already recorded is lost.
+*/
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod buffer;
+mod model;
+pub mod sink;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -34,179 +56,20 @@ use parking_lot::Mutex;
 
 pub use buffer::{MAX_DEPTH, MAX_LABEL_BYTES};
 use buffer::ThreadBuffer;
+pub use model::{CaptureMode, Event, EventKind, SessionError, SessionOptions, Snapshot, Stats};
 
 /// `CLOCK_BOOTTIME` in nanoseconds: the clock rocprofiler-sdk stamps kernel and marker records
 /// with, so our timestamps line up with theirs.
 #[inline]
 pub fn now_ns() -> u64 {
-    crate::ffi::os::boottime_ns()
+    roctx_sys::os::boottime_ns()
 }
 
-/// What kind of event a record is (shared with the exporters).
-pub use roctx_export::EventKind;
-
-/// How events reach the collector in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum CaptureMode {
-    /// Nothing is captured.
-    Off = 0,
-    /// rocprofiler-sdk MARKER callbacks, configured by us (tool mode).
-    Sdk = 1,
-    /// Records fed by the host's own tracer (`roctx_utils_listener_feed`).
-    Host = 2,
-    /// The emitter records its own ranges (no SDK needed).
-    InProcess = 3,
+/// The calling thread's OS id (cached; no syscall after the first call).
+#[inline]
+pub fn current_tid() -> u64 {
+    roctx_sys::os::current_tid()
 }
-
-impl CaptureMode {
-    fn from_u8(v: u8) -> CaptureMode {
-        match v {
-            1 => CaptureMode::Sdk,
-            2 => CaptureMode::Host,
-            3 => CaptureMode::InProcess,
-            _ => CaptureMode::Off,
-        }
-    }
-}
-
-/// Session configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionOptions {
-    /// Events kept per thread per session; more are dropped and counted.
-    pub max_events_per_thread: usize,
-    /// Label bytes kept per thread per session (labels repeat, and are stored once per thread).
-    pub max_label_bytes_per_thread: usize,
-}
-
-impl Default for SessionOptions {
-    fn default() -> SessionOptions {
-        SessionOptions { max_events_per_thread: 1 << 20, max_label_bytes_per_thread: 16 << 20 }
-    }
-}
-
-/// Counters of one session. Every event the collector saw and did not record is in exactly one
-/// of the `dropped_*` / `open_*` counters or in `begun_outside_session`/`paused`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Events recorded.
-    pub recorded: u64,
-    /// Events dropped because the thread's event cap was reached.
-    pub dropped_event_cap: u64,
-    /// Events dropped because the thread's label bytes cap was reached.
-    pub dropped_label_cap: u64,
-    /// Ranges nested deeper than [`buffer::MAX_DEPTH`] (not recorded; nesting stays balanced).
-    pub dropped_too_deep: u64,
-    /// Ranges and marks with an empty or null label.
-    pub dropped_empty_label: u64,
-    /// Pops with no open range.
-    pub unmatched_pops: u64,
-    /// `roctxRangeStop` for an id that was never started (or started outside the session).
-    pub unmatched_stops: u64,
-    /// Ranges whose push happened before this session started (not an error).
-    pub begun_outside_session: u64,
-    /// Ranges and marks suppressed by `roctxProfilerPause`.
-    pub paused: u64,
-    /// Push/pop ranges still open when the session stopped.
-    pub open_at_stop: u64,
-    /// Start/stop ranges still open when the session stopped.
-    pub process_ranges_open_at_stop: u64,
-    /// Ranges open when their thread exited.
-    pub open_at_thread_exit: u64,
-    /// Malformed or unsupported SDK/host records rejected by the listener.
-    pub rejected_records: u64,
-}
-
-impl Stats {
-    /// Events seen but not kept because of a cap (what a user must raise a limit for).
-    pub fn dropped(&self) -> u64 {
-        self.dropped_event_cap + self.dropped_label_cap + self.dropped_too_deep
-    }
-
-    fn add(&mut self, o: &Stats) {
-        self.recorded += o.recorded;
-        self.dropped_event_cap += o.dropped_event_cap;
-        self.dropped_label_cap += o.dropped_label_cap;
-        self.dropped_too_deep += o.dropped_too_deep;
-        self.dropped_empty_label += o.dropped_empty_label;
-        self.unmatched_pops += o.unmatched_pops;
-        self.unmatched_stops += o.unmatched_stops;
-        self.begun_outside_session += o.begun_outside_session;
-        self.paused += o.paused;
-        self.open_at_stop += o.open_at_stop;
-        self.process_ranges_open_at_stop += o.process_ranges_open_at_stop;
-        self.open_at_thread_exit += o.open_at_thread_exit;
-        self.rejected_records += o.rejected_records;
-    }
-}
-
-/// One recorded event, as exporters see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// Range, mark or process range.
-    pub kind: EventKind,
-    /// OS thread id that opened it (`gettid`, the SDK's `thread_id`).
-    pub tid: u64,
-    /// OS thread id that closed it (differs from `tid` only for process ranges).
-    pub end_tid: u64,
-    /// `CLOCK_BOOTTIME` ns.
-    pub start_ns: u64,
-    /// `CLOCK_BOOTTIME` ns; equals `start_ns` for marks.
-    pub end_ns: u64,
-    /// Index into [`Snapshot::labels`].
-    pub label: u32,
-    /// Nesting depth on its thread when it was pushed (0 = outermost); 0 for marks and process
-    /// ranges.
-    pub depth: u16,
-}
-
-/// Everything one session captured, for the exporters. Events are sorted by (tid, start, -end).
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// Recorded events.
-    pub events: Vec<Event>,
-    /// Distinct labels; events refer to them by index.
-    pub labels: Vec<String>,
-    /// Names given with `roctxNameOsThread`/`NameCurrentThread`, by OS thread id.
-    pub thread_names: BTreeMap<u64, String>,
-    /// What was not recorded, and why.
-    pub stats: Stats,
-    /// How events reached the collector.
-    pub mode: Option<CaptureMode>,
-    /// Session number (1 for the first session of the process).
-    pub session: u32,
-    /// `CLOCK_BOOTTIME` ns at start and at stop (or at the snapshot, while running).
-    pub start_ns: u64,
-    /// See `start_ns`.
-    pub stop_ns: u64,
-}
-
-impl Snapshot {
-    /// The label text of `event`.
-    pub fn label(&self, event: &Event) -> &str {
-        self.labels.get(event.label as usize).map_or("", String::as_str)
-    }
-}
-
-/// Why a session could not start or stop.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionError {
-    /// `start` while a session is running.
-    AlreadyRunning,
-    /// `stop` with no session running.
-    NotRunning,
-}
-
-impl std::fmt::Display for SessionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SessionError::AlreadyRunning => "a capture session is already running",
-            SessionError::NotRunning => "no capture session is running",
-        })
-    }
-}
-
-impl std::error::Error for SessionError {}
 
 // ---- process-wide state (none of it touched per event except by relaxed loads) ----
 
@@ -214,9 +77,6 @@ impl std::error::Error for SessionError {}
 static SESSION: AtomicU32 = AtomicU32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static MODE: AtomicU8 = AtomicU8::new(CaptureMode::Off as u8);
-/// Set once an in-process session has run: from then on the emitter keeps per-thread stacks
-/// balanced even between sessions. Before that, nobody listening costs one load.
-static IN_PROCESS: AtomicBool = AtomicBool::new(false);
 static CAP_EVENTS: AtomicU64 = AtomicU64::new(0);
 static CAP_LABEL_BYTES: AtomicU64 = AtomicU64::new(0);
 static PAUSED_PROCESS: AtomicBool = AtomicBool::new(false);
@@ -266,12 +126,6 @@ fn globals() -> &'static Globals {
     })
 }
 
-/// Whether the emitter should feed ranges to the collector (in-process capture has been used).
-#[inline(always)]
-pub fn in_process_enabled() -> bool {
-    IN_PROCESS.load(Ordering::Relaxed)
-}
-
 /// Whether a session is running.
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Acquire)
@@ -299,7 +153,6 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
         g.registry.lock().buffers.retain(|b| !b.exited());
     }
     MODE.store(mode as u8, Ordering::Relaxed);
-    IN_PROCESS.store(mode == CaptureMode::InProcess, Ordering::Relaxed);
     let session = SESSION.fetch_add(1, Ordering::AcqRel) + 1;
     ACTIVE.store(true, Ordering::Release);
     Ok(session)
@@ -410,11 +263,6 @@ pub(crate) struct Ctx {
 fn paused(tid: u64) -> bool {
     PAUSED_PROCESS.load(Ordering::Relaxed)
         || (PAUSED_ANY_THREAD.load(Ordering::Relaxed) && globals().paused_tids.lock().contains(&tid))
-}
-
-/// The calling thread's OS id (cached; no syscall after the first call).
-pub fn current_tid() -> u64 {
-    crate::ffi::os::current_tid()
 }
 
 /// `roctxRangePushA(label)` on the calling thread, at `ts` (ns). `tid` is the thread the record

@@ -1,4 +1,4 @@
-//! The two OS calls the collector makes: the clock and the thread id.
+//! The OS calls: the clock (what every timestamp is), the thread id, the host name and `atexit`.
 
 use std::cell::Cell;
 

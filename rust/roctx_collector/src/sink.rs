@@ -1,0 +1,50 @@
+//! The sink contract: what an instrumentation layer (the emitter) hands to whoever is
+//! collecting, kept small on purpose (tracing's `Subscriber`, reduced to ROCTX's verbs). The
+//! emitter never calls the collector's functions; it calls the sink `roctx_utils::runtime`
+//! installed, or nothing when none is.
+
+/// Receives the calling thread's ranges and marks. Implementations timestamp and attribute the
+/// event themselves (the calling thread, now), so instrumentation carries no clock.
+pub trait Sink: Sync {
+    /// A range named `label` opens on the calling thread (`roctxRangePushA`).
+    fn push(&self, label: &[u8]);
+    /// The calling thread's innermost range closes (`roctxRangePop`).
+    fn pop(&self);
+    /// An instant named `label` (`roctxMarkA`).
+    fn mark(&self, label: &[u8]);
+    /// A range `id` named `label` opens and may close on another thread (`roctxRangeStartA`).
+    fn range_start(&self, id: u64, label: &[u8]);
+    /// Range `id` closes, on whichever thread calls this (`roctxRangeStop`).
+    fn range_stop(&self, id: u64);
+}
+
+/// The collector's own sink: in-process capture, no SDK involved.
+#[derive(Debug)]
+pub struct InProcess;
+
+/// The one [`InProcess`] sink.
+pub static IN_PROCESS: InProcess = InProcess;
+
+impl Sink for InProcess {
+    #[inline]
+    fn push(&self, label: &[u8]) {
+        crate::push(label, crate::now_ns(), crate::current_tid());
+    }
+
+    #[inline]
+    fn pop(&self) {
+        crate::pop(crate::now_ns(), crate::current_tid());
+    }
+
+    fn mark(&self, label: &[u8]) {
+        crate::mark(label, crate::now_ns(), crate::current_tid());
+    }
+
+    fn range_start(&self, id: u64, label: &[u8]) {
+        crate::range_start(id, label, crate::now_ns(), crate::current_tid());
+    }
+
+    fn range_stop(&self, id: u64) {
+        crate::range_stop(id, crate::now_ns(), crate::current_tid());
+    }
+}

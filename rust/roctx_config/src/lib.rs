@@ -1,0 +1,470 @@
+/*!
+roctx_utils' configuration, the bottom layer beside `roctx_sys`: every environment variable the
+library reads is listed in [`VARS`] and read here, once, into a [`Config`]; values are parsed
+by the few grammars in [`grammar`]; bad values warn once and fall back to the documented
+default. Nothing above this crate calls `std::env`. It also owns roctx_utils' stderr channel
+([`log`]), whose level is one of these variables.
+
+# Brief overview
+
+- [`VARS`]: the table of variables (name, who owns the meaning, when it is read, default),
+  which the README's Environment table is checked against by a test.
+- [`get`]: the process's [`Config`], read from the environment at the first call and latched:
+  later `setenv` calls change nothing (upstream latches `XLA_ROCM_ENABLE_ROCTX` the same way).
+- [`register_env`]: rocprofiler-register's own variables, read when roctx is bound, not at
+  start-up: `rocprofiler_force_configure` sets one of them in between.
+
+# Example
+
+```
+use roctx_config::{Config, CaptureRequest};
+let env = |name: &str| match name {
+    "XLA_ROCM_ENABLE_ROCTX" => Some("TRUE".into()),
+    "ROCTX_UTILS_CAPTURE" => Some("self".into()),
+    _ => None,
+};
+let (config, warnings) = Config::from_lookup(&env);
+assert!(config.enable_roctx);
+assert_eq!(config.capture, CaptureRequest::InProcess);
+assert!(warnings.is_empty());
+```
+*/
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+pub mod grammar;
+pub mod log;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use grammar::{parse_bool, parse_bool_tsl, parse_bytes};
+
+/// Who defines a variable's meaning (and so its grammar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// Ours: `ROCTX_UTILS_*`.
+    RoctxUtils,
+    /// XLA/TSL's; we parse it exactly as upstream does.
+    Xla,
+    /// ROCm's: a path convention we follow.
+    Rocm,
+    /// rocprofiler-register's; we read it only to predict what register will do.
+    RocprofilerRegister,
+}
+
+/// When a variable is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Once, at the library's first call ([`get`]), then latched.
+    FirstCall,
+    /// Once, right before roctx is bound ([`register_env`]).
+    RoctxBinding,
+}
+
+/// One environment variable the library reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Var {
+    /// The variable's name.
+    pub name: &'static str,
+    /// Whose meaning it is.
+    pub owner: Owner,
+    /// When it is read.
+    pub when: When,
+    /// The value used when it is unset, in words.
+    pub default: &'static str,
+    /// What it does, in one line.
+    pub meaning: &'static str,
+}
+
+/// `XLA_ROCM_ENABLE_ROCTX`.
+pub const ENABLE_ROCTX: &str = "XLA_ROCM_ENABLE_ROCTX";
+/// `ROCTX_UTILS_ROCTX_LIBRARY`.
+pub const ROCTX_LIBRARY: &str = "ROCTX_UTILS_ROCTX_LIBRARY";
+/// `ROCM_PATH`.
+pub const ROCM_PATH: &str = "ROCM_PATH";
+/// `ROCTX_UTILS_STRING_POOL_BYTES`.
+pub const STRING_POOL_BYTES: &str = "ROCTX_UTILS_STRING_POOL_BYTES";
+/// `ROCTX_UTILS_CAPTURE`.
+pub const CAPTURE: &str = "ROCTX_UTILS_CAPTURE";
+/// `ROCTX_UTILS_ROCPROFILER_LIBRARY`.
+pub const ROCPROFILER_LIBRARY: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
+/// `ROCTX_UTILS_XSPACE_OUT`.
+pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
+/// `ROCTX_UTILS_LOG`.
+pub const LOG: &str = "ROCTX_UTILS_LOG";
+/// rocprofiler-register: a tool library list (makes register look for the SDK).
+pub const ROCP_TOOL_LIBRARIES: &str = "ROCP_TOOL_LIBRARIES";
+/// rocprofiler-register: where it loads the SDK from.
+pub const REGISTER_LIBRARY: &str = "ROCPROFILER_REGISTER_LIBRARY";
+/// rocprofiler-register: look for the SDK even without a tool.
+pub const REGISTER_FORCE_LOAD: &str = "ROCPROFILER_REGISTER_FORCE_LOAD";
+/// rocprofiler-register: `0` turns the whole mechanism off.
+pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
+
+/// Default cap on RegisterString's pool: 64 MiB.
+pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
+
+/// Every environment variable roctx_utils reads, in the README's order.
+pub const VARS: [Var; 12] = [
+    Var {
+        name: ENABLE_ROCTX,
+        owner: Owner::Xla,
+        when: When::FirstCall,
+        default: "off",
+        meaning: "`1`/`true` turns emission on (non-null domain); `0`/`false` off; anything else warns once and stays off (tsl's grammar)",
+    },
+    Var {
+        name: ROCTX_LIBRARY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "roctx library to try first (path or soname)",
+    },
+    Var {
+        name: ROCM_PATH,
+        owner: Owner::Rocm,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "also search `$ROCM_PATH/lib` (after the loader path, before `/opt/rocm/lib`), for roctx and rocprofiler-sdk",
+    },
+    Var {
+        name: STRING_POOL_BYTES,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "64m",
+        meaning: "RegisterString pool cap in bytes (`k`/`m`/`g` suffixes)",
+    },
+    Var {
+        name: CAPTURE,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "auto",
+        meaning: "`auto`, `sdk`, `self` (in-process), `host` (fed by the host's tracer), `off`",
+    },
+    Var {
+        name: ROCPROFILER_LIBRARY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "rocprofiler-sdk library to try first for tool mode",
+    },
+    Var {
+        name: XSPACE_OUT,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "a log directory: capture from the first range and write `<dir>/plugins/profile/<run>/<host>.xplane.pb` at stop/exit",
+    },
+    Var {
+        name: LOG,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "warn",
+        meaning: "`warn`, `info` (shows which roctx was bound), `off`",
+    },
+    Var {
+        name: ROCP_TOOL_LIBRARIES,
+        owner: Owner::RocprofilerRegister,
+        when: When::RoctxBinding,
+        default: "none",
+        meaning: "rocprofiler-register's: set, it makes roctx's first call look for rocprofiler-sdk (we skip an SDK roctx that would abort)",
+    },
+    Var {
+        name: REGISTER_LIBRARY,
+        owner: Owner::RocprofilerRegister,
+        when: When::RoctxBinding,
+        default: "`librocprofiler-sdk.so`",
+        meaning: "rocprofiler-register's: the SDK it loads; also a tool indication",
+    },
+    Var {
+        name: REGISTER_FORCE_LOAD,
+        owner: Owner::RocprofilerRegister,
+        when: When::RoctxBinding,
+        default: "off",
+        meaning: "rocprofiler-register's: look for the SDK even without a tool (rocprofiler_force_configure sets it)",
+    },
+    Var {
+        name: REGISTER_ENABLED,
+        owner: Owner::RocprofilerRegister,
+        when: When::RoctxBinding,
+        default: "on",
+        meaning: "rocprofiler-register's: `0`/`false`/`no`/`off` disables it, and with it the abort risk",
+    },
+];
+
+/// What a capture session asks for (`ROCTX_UTILS_CAPTURE`, or a session's options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureRequest {
+    /// The SDK if we can own it and roctx calls reach it, else in-process.
+    Auto,
+    /// The SDK, falling back to in-process (with a warning) when it cannot be used.
+    Sdk,
+    /// In-process only.
+    InProcess,
+    /// Records fed by the host.
+    Host,
+    /// Nothing.
+    Off,
+}
+
+impl CaptureRequest {
+    /// Parses `auto|sdk|self|host|off` (ASCII case-insensitive; `inprocess`/`in-process` too).
+    pub fn parse(raw: &str) -> Option<CaptureRequest> {
+        match raw.to_ascii_lowercase().as_str() {
+            "auto" => Some(CaptureRequest::Auto),
+            "sdk" => Some(CaptureRequest::Sdk),
+            "self" | "inprocess" | "in-process" => Some(CaptureRequest::InProcess),
+            "host" => Some(CaptureRequest::Host),
+            "off" => Some(CaptureRequest::Off),
+            _ => None,
+        }
+    }
+}
+
+/// How much roctx_utils says on stderr (`ROCTX_UTILS_LOG`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Nothing.
+    Off,
+    /// Warnings and results the user asked for (the default).
+    Warn,
+    /// Also setup details: which libraries were bound, which mode a session uses.
+    Info,
+}
+
+/// The configuration, read once from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `XLA_ROCM_ENABLE_ROCTX`: range emission (a non-null domain).
+    pub enable_roctx: bool,
+    /// `ROCTX_UTILS_ROCTX_LIBRARY`, when set and non-empty.
+    pub roctx_library: Option<OsString>,
+    /// `ROCM_PATH`, when set and non-empty.
+    pub rocm_path: Option<OsString>,
+    /// `ROCTX_UTILS_STRING_POOL_BYTES`.
+    pub string_pool_bytes: usize,
+    /// `ROCTX_UTILS_CAPTURE`.
+    pub capture: CaptureRequest,
+    /// `ROCTX_UTILS_ROCPROFILER_LIBRARY`, when set and non-empty.
+    pub rocprofiler_library: Option<OsString>,
+    /// `ROCTX_UTILS_XSPACE_OUT`, when set and non-empty.
+    pub xspace_out: Option<PathBuf>,
+    /// `ROCTX_UTILS_LOG`.
+    pub log: LogLevel,
+}
+
+impl Config {
+    /// Reads every [`When::FirstCall`] variable through `lookup` (the process environment in
+    /// [`get`], a table in tests). Returns the configuration and one warning per bad value,
+    /// each saying which default was used instead.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<OsString>) -> (Config, Vec<String>) {
+        let mut warnings = Vec::new();
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.is_empty());
+
+        let enable_roctx = match lookup(ENABLE_ROCTX) {
+            None => false,
+            Some(raw) => parse_bool_tsl(&raw).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "{ENABLE_ROCTX} is set to an unrecognised value; expected one of 0/false/1/true. \
+                     ROCTX emission stays disabled. Failed to parse the env-var {ENABLE_ROCTX} into \
+                     bool: {:?}. Use the default value: false",
+                    raw.to_string_lossy()
+                ));
+                false
+            }),
+        };
+
+        let string_pool_bytes = match lookup(STRING_POOL_BYTES) {
+            None => DEFAULT_STRING_POOL_BYTES,
+            Some(raw) => raw.to_str().and_then(parse_bytes).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "{STRING_POOL_BYTES}={raw:?} is not a byte count (e.g. 67108864, 64m); using the default {DEFAULT_STRING_POOL_BYTES}"
+                ));
+                DEFAULT_STRING_POOL_BYTES
+            }),
+        };
+
+        let capture = match lookup(CAPTURE) {
+            None => CaptureRequest::Auto,
+            Some(raw) => raw.to_str().and_then(CaptureRequest::parse).unwrap_or_else(|| {
+                warnings.push(format!("{CAPTURE}={raw:?} is not one of auto, sdk, self, host, off; using auto"));
+                CaptureRequest::Auto
+            }),
+        };
+
+        let log = match lookup(LOG) {
+            None => LogLevel::Warn,
+            Some(raw) => match raw.to_str().map(str::to_ascii_lowercase).as_deref() {
+                Some("warn" | "warning") => LogLevel::Warn,
+                Some("info" | "debug") => LogLevel::Info,
+                Some("quiet") => LogLevel::Off,
+                Some(other) if parse_bool(other) == Some(false) => LogLevel::Off,
+                _ => {
+                    warnings.push(format!("{LOG}={raw:?} is not one of warn, info, off; using warn"));
+                    LogLevel::Warn
+                }
+            },
+        };
+
+        let config = Config {
+            enable_roctx,
+            roctx_library: non_empty(ROCTX_LIBRARY),
+            rocm_path: non_empty(ROCM_PATH),
+            string_pool_bytes,
+            capture,
+            rocprofiler_library: non_empty(ROCPROFILER_LIBRARY),
+            xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
+            log,
+        };
+        (config, warnings)
+    }
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// The process's configuration: the environment as it was at the first call (one acquire load
+/// after that). Bad values are reported once, as warnings, when they are read.
+#[inline]
+pub fn get() -> &'static Config {
+    match CONFIG.get() {
+        Some(config) => config,
+        None => init(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn init() -> &'static Config {
+    let mut fresh = None;
+    let config = CONFIG.get_or_init(|| {
+        let (config, warnings) = Config::from_lookup(&|name| std::env::var_os(name));
+        fresh = Some(warnings);
+        config
+    });
+    // After the latch is set: logging reads the level from it.
+    for warning in fresh.into_iter().flatten() {
+        log::warn(format_args!("{warning}"));
+    }
+    config
+}
+
+/// rocprofiler-register's variables, as register will see them at roctx's first call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegisterEnv {
+    /// `ROCP_TOOL_LIBRARIES` is set and non-empty.
+    pub tool_libraries: bool,
+    /// `ROCPROFILER_REGISTER_LIBRARY`, when set and non-empty.
+    pub register_library: Option<String>,
+    /// `ROCPROFILER_REGISTER_FORCE_LOAD` is true.
+    pub force_load: bool,
+    /// `ROCPROFILER_REGISTER_ENABLED` is false.
+    pub disabled: bool,
+}
+
+impl RegisterEnv {
+    /// Reads the four variables through `lookup`.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<OsString>) -> RegisterEnv {
+        let text = |name: &str| lookup(name).filter(|v| !v.is_empty()).map(|v| v.to_string_lossy().into_owned());
+        RegisterEnv {
+            tool_libraries: text(ROCP_TOOL_LIBRARIES).is_some(),
+            register_library: text(REGISTER_LIBRARY),
+            force_load: text(REGISTER_FORCE_LOAD).is_some_and(|v| parse_bool(&v) == Some(true)),
+            disabled: text(REGISTER_ENABLED).is_some_and(|v| parse_bool(&v) == Some(false)),
+        }
+    }
+}
+
+/// rocprofiler-register's variables, read now: call right before binding roctx, after tool
+/// mode is configured (`rocprofiler_force_configure` sets `ROCPROFILER_REGISTER_FORCE_LOAD`).
+pub fn register_env() -> RegisterEnv {
+    RegisterEnv::from_lookup(&|name| std::env::var_os(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+    }
+
+    #[test]
+    fn an_empty_environment_gives_every_documented_default() {
+        let (c, warnings) = Config::from_lookup(&env(&[]));
+        assert!(warnings.is_empty());
+        assert_eq!(
+            c,
+            Config {
+                enable_roctx: false,
+                roctx_library: None,
+                rocm_path: None,
+                string_pool_bytes: 64 << 20,
+                capture: CaptureRequest::Auto,
+                rocprofiler_library: None,
+                xspace_out: None,
+                log: LogLevel::Warn,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_warn_once_each_and_fall_back_to_the_default() {
+        let (c, warnings) = Config::from_lookup(&env(&[
+            (ENABLE_ROCTX, "yes"),
+            (STRING_POOL_BYTES, "lots"),
+            (CAPTURE, "sometimes"),
+            (LOG, "loud"),
+        ]));
+        assert_eq!((c.enable_roctx, c.string_pool_bytes, c.capture, c.log), (false, 64 << 20, CaptureRequest::Auto, LogLevel::Warn));
+        assert_eq!(warnings.len(), 4, "{warnings:#?}");
+        assert!(warnings[0].contains("Failed to parse the env-var XLA_ROCM_ENABLE_ROCTX into bool: \"yes\""));
+        assert!(warnings[1].contains("ROCTX_UTILS_STRING_POOL_BYTES=\"lots\" is not a byte count"));
+        assert!(warnings[2].contains("using auto"));
+        assert!(warnings[3].contains("ROCTX_UTILS_LOG=\"loud\""));
+    }
+
+    #[test]
+    fn empty_paths_count_as_unset() {
+        let (c, _) = Config::from_lookup(&env(&[(ROCTX_LIBRARY, ""), (XSPACE_OUT, ""), (ROCM_PATH, "/opt/rocm-7")]));
+        assert_eq!((c.roctx_library, c.xspace_out), (None, None));
+        assert_eq!(c.rocm_path, Some(OsString::from("/opt/rocm-7")));
+    }
+
+    #[test]
+    fn log_levels_use_the_bool_grammar_for_off() {
+        for (raw, level) in [("off", LogLevel::Off), ("0", LogLevel::Off), ("quiet", LogLevel::Off), ("INFO", LogLevel::Info), ("warn", LogLevel::Warn)] {
+            let lookup = move |name: &str| (name == LOG).then(|| OsString::from(raw));
+            assert_eq!(Config::from_lookup(&lookup).0.log, level, "{raw}");
+        }
+    }
+
+    #[test]
+    fn capture_modes_parse_strictly() {
+        assert_eq!(CaptureRequest::parse("AUTO"), Some(CaptureRequest::Auto));
+        assert_eq!(CaptureRequest::parse("self"), Some(CaptureRequest::InProcess));
+        assert_eq!(CaptureRequest::parse("sdk"), Some(CaptureRequest::Sdk));
+        assert_eq!(CaptureRequest::parse("host"), Some(CaptureRequest::Host));
+        assert_eq!(CaptureRequest::parse("off"), Some(CaptureRequest::Off));
+        assert_eq!(CaptureRequest::parse(" sdk"), None);
+        assert_eq!(CaptureRequest::parse(""), None);
+    }
+
+    #[test]
+    fn register_variables_follow_the_bool_grammar() {
+        let r = RegisterEnv::from_lookup(&env(&[(REGISTER_FORCE_LOAD, "ON"), (REGISTER_ENABLED, "no"), (ROCP_TOOL_LIBRARIES, "")]));
+        assert_eq!(r, RegisterEnv { tool_libraries: false, register_library: None, force_load: true, disabled: true });
+        let r = RegisterEnv::from_lookup(&env(&[(REGISTER_FORCE_LOAD, "0"), (REGISTER_LIBRARY, "/x/librocprofiler-sdk.so.1")]));
+        assert!(!r.force_load && !r.disabled);
+        assert_eq!(r.register_library.as_deref(), Some("/x/librocprofiler-sdk.so.1"));
+    }
+
+    #[test]
+    fn the_table_names_every_variable_once() {
+        let mut names: Vec<_> = VARS.iter().map(|v| v.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), VARS.len());
+    }
+}

@@ -1,0 +1,28 @@
+/*!
+roctx_utils' outbound bindings: everything it calls that is not Rust, without policy. Which
+library to try, when, and what to tell the user about it is decided above (`roctx_utils`'s
+`runtime` and `listener`); this crate only binds, checks layouts and reports facts.
+
+- [`roctx`]: one roctx library bound with libloading, and the check that keeps
+  rocprofiler-register from aborting the host at roctx's first call;
+- [`rocprofiler`]: rocprofiler-sdk's records as `#[repr(C)]` layouts per ABI generation (size and
+  offset asserts from the spec tables), decoding, and the tool API's function table;
+- [`os`]: the clock (`CLOCK_BOOTTIME`, the clock of rocprofiler-sdk's records), `gettid`, the host
+  name, `atexit`;
+- [`CText`]: a C string borrowed from the host, measured only when someone needs its bytes;
+- [`guard`]: the panic fence every `extern "C"` function of the library runs its body in.
+
+The host's AnnotationStack, the other outbound call, is a cxx bridge and lives in
+`roctx_utils::host`: it must be compiled against the AnnotationStack the host selects.
+*/
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
+
+mod ctext;
+mod guard;
+pub mod os;
+pub mod rocprofiler;
+pub mod roctx;
+
+pub use ctext::CText;
+pub use guard::{guard, panics_caught};

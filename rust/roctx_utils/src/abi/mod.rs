@@ -1,0 +1,17 @@
+//! The top layer: what hosts call. Every inbound crossing of the C ABI lives here, and only
+//! here:
+//!
+//! - [`bridge`]: the drop-in `tsl::profiler` functions, exported under their upstream C++ names
+//!   through cxx (`extern "Rust"`), plus the targets of the C++ forwarders;
+//! - [`c_api`]: the `extern "C"` surface of `roctx_utils.h` (annotation handles, sessions,
+//!   snapshots, export, diagnostics);
+//! - [`guard`] (from `roctx_sys`, where the listener's SDK callbacks and the runtime's exit hook
+//!   reach it too): every entry runs inside it, so a panic becomes a counted neutral result and
+//!   never unwinds into C++ (cxx would abort, and an abort takes the host down).
+//!
+//! Bodies here translate arguments and call the layers below; they hold no state of their own.
+
+pub mod bridge;
+pub mod c_api;
+
+pub use roctx_sys::{guard, panics_caught};

@@ -1,0 +1,205 @@
+//! Start-up and shutdown, in one place (NVTX's `nvtxInit` shape: one first-call sequence, then
+//! a latch). Owns what the emitter may ask of the rest of the pipeline: the bound roctx, the
+//! installed event [`sink`], thread names; and the session lifecycle: explicit sessions, the
+//! automatic `ROCTX_UTILS_XSPACE_OUT` session and the write at exit.
+//!
+//! # The first call
+//!
+//! Whatever the host calls first that needs the pipeline (a range, a mark, a naming call, a
+//! session, a roctx query) runs [`get`]'s slow path, once per process, in this order:
+//!
+//! 1. **read the configuration**: every environment variable, once ([`roctx_config::get`]);
+//! 2. **configure rocprofiler-sdk, if sessions will use it** (`ROCTX_UTILS_CAPTURE=sdk`, or
+//!    `auto` with emission on): the SDK only sees roctx calls made after a tool exists, because
+//!    roctx registers its dispatch tables once, at its first call, which step 3 enables;
+//! 3. **bind roctx** ([`roctx`]: the search order, and refusing a library whose first call would
+//!    make rocprofiler-register abort);
+//! 4. **start the automatic session** when `ROCTX_UTILS_XSPACE_OUT` is set and no explicit
+//!    session came first, and register the exit hook that stops and writes it.
+//!
+//! Concurrent first callers wait for the sequence, so their first range already sees the
+//! automatic session. Every later call is one acquire load of the latch. Nothing in the
+//! sequence calls back into [`get`].
+//!
+//! # Shutdown
+//!
+//! With `ROCTX_UTILS_XSPACE_OUT` set, an `atexit` hook stops the running session, which writes
+//! it ([`stop_session`] hands every stopped session to the exporter).
+
+mod roctx;
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+use roctx_collector::sink::{Sink, IN_PROCESS};
+use roctx_collector::{CaptureMode, SessionError, SessionOptions, Snapshot};
+use roctx_config::{log, CaptureRequest, Config};
+use roctx_sys::roctx::{Flavor, Roctx};
+
+use crate::{export, listener};
+
+/// What start-up produced, for the process's lifetime.
+#[derive(Debug)]
+pub struct Runtime {
+    roctx: Option<Roctx>,
+}
+
+impl Runtime {
+    /// The bound roctx, or `None` when no library could be used.
+    #[inline(always)]
+    pub fn roctx(&self) -> Option<&Roctx> {
+        self.roctx.as_ref()
+    }
+
+    /// SDK or legacy, when bound.
+    pub fn roctx_flavor(&self) -> Option<Flavor> {
+        self.roctx.as_ref().map(Roctx::flavor)
+    }
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, running the start-up sequence (module docs) on the first call.
+#[inline(always)]
+pub fn get() -> &'static Runtime {
+    match RUNTIME.get() {
+        Some(runtime) => runtime,
+        None => start(),
+    }
+}
+
+/// The start-up sequence, steps 1 to 4 of the module docs. Out of line, so that [`get`] stays
+/// one load and a branch.
+#[cold]
+#[inline(never)]
+fn start() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let config = roctx_config::get(); // 1.
+        if tool_mode_wanted(config) {
+            listener::prepare_tool(); // 2.
+        }
+        let runtime = Runtime { roctx: roctx::bind(config) }; // 3.
+        auto_session(config, runtime.roctx_flavor()); // 4.
+        runtime
+    })
+}
+
+fn tool_mode_wanted(config: &Config) -> bool {
+    match config.capture {
+        CaptureRequest::Sdk => true,
+        CaptureRequest::Auto => config.enable_roctx,
+        _ => false,
+    }
+}
+
+// ---- the event sink ----
+
+const NO_SINK: u8 = 0;
+const IN_PROCESS_SINK: u8 = 1;
+
+/// Which sink the emitter records through. Set when a session starts (in-process mode installs
+/// the collector's sink, any other mode removes it) and kept after it stops, so per-thread
+/// stacks stay balanced between sessions. Before the first in-process session, nobody
+/// listening costs the emitter this one relaxed load.
+static SINK: AtomicU8 = AtomicU8::new(NO_SINK);
+
+/// The installed sink, if any.
+#[inline(always)]
+pub fn sink() -> Option<&'static dyn Sink> {
+    match SINK.load(Ordering::Relaxed) {
+        NO_SINK => None,
+        _ => Some(&IN_PROCESS),
+    }
+}
+
+fn install_sink(mode: CaptureMode) {
+    let sink = if mode == CaptureMode::InProcess { IN_PROCESS_SINK } else { NO_SINK };
+    SINK.store(sink, Ordering::Relaxed);
+}
+
+/// Names the calling OS thread for export, whatever the capture mode: names are rare and make
+/// rows readable.
+pub fn name_current_thread(name: &[u8]) {
+    roctx_collector::name_thread(roctx_collector::current_tid(), name);
+}
+
+// ---- sessions ----
+
+/// Serializes session start and stop (never taken on the hot path).
+static SESSIONS: Mutex<()> = parking_lot::const_mutex(());
+/// Set once the automatic session started, or an explicit one made it unnecessary.
+static AUTO_DONE: AtomicBool = AtomicBool::new(false);
+static EXIT_HOOK: AtomicBool = AtomicBool::new(false);
+
+/// Starts a capture session. `requested = None` uses `ROCTX_UTILS_CAPTURE`. Returns the mode
+/// actually used; fallbacks are logged with the reason. An explicit session supersedes the
+/// automatic one; with `ROCTX_UTILS_XSPACE_OUT` set it is still written at stop, or at exit if
+/// never stopped.
+pub fn start_session(options: SessionOptions, requested: Option<CaptureRequest>) -> Result<CaptureMode, SessionError> {
+    // Before start-up, so that start-up does not begin an automatic session of its own.
+    AUTO_DONE.store(true, Ordering::Release);
+    let config = roctx_config::get();
+    if config.xspace_out.is_some() {
+        ensure_exit_hook();
+    }
+    let roctx = get().roctx_flavor();
+    start_session_with(config, options, requested, roctx)
+}
+
+fn start_session_with(
+    config: &Config,
+    options: SessionOptions,
+    requested: Option<CaptureRequest>,
+    roctx: Option<Flavor>,
+) -> Result<CaptureMode, SessionError> {
+    let _serial = SESSIONS.lock();
+    if roctx_collector::active() {
+        return Err(SessionError::AlreadyRunning);
+    }
+    let mode = listener::resolve(requested.unwrap_or(config.capture), roctx);
+    // The sink goes in before the session goes live, so that no range of the session can miss
+    // it; the listener may still fall back to in-process, which then gets the sink too.
+    install_sink(mode);
+    let mode = listener::start(options, mode)?;
+    install_sink(mode);
+    Ok(mode)
+}
+
+/// Stops the session and returns its events; with `ROCTX_UTILS_XSPACE_OUT` set they are
+/// written there first.
+pub fn stop_session() -> Result<Snapshot, SessionError> {
+    let _serial = SESSIONS.lock();
+    let snapshot = listener::stop()?;
+    export::write_to_xspace_out(&snapshot);
+    Ok(snapshot)
+}
+
+/// Start-up step 4: with `ROCTX_UTILS_XSPACE_OUT` set and no session running, start one and
+/// arrange for it to be stopped and written at exit: tracing with no code changes.
+fn auto_session(config: &Config, roctx: Option<Flavor>) {
+    if config.xspace_out.is_none() || AUTO_DONE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    match start_session_with(config, SessionOptions::default(), None, roctx) {
+        Ok(mode) => {
+            log::info(format_args!("{} is set: capture session started ({mode:?})", roctx_config::XSPACE_OUT));
+            ensure_exit_hook();
+        }
+        Err(e) => log::warn(format_args!("{} is set but no session could start: {e}", roctx_config::XSPACE_OUT)),
+    }
+}
+
+fn ensure_exit_hook() {
+    if !EXIT_HOOK.swap(true, Ordering::AcqRel) {
+        roctx_sys::os::at_exit(stop_at_exit);
+    }
+}
+
+extern "C" fn stop_at_exit() {
+    roctx_sys::guard((), || {
+        if roctx_collector::active() {
+            let _ = stop_session();
+        }
+    })
+}
