@@ -2,7 +2,9 @@
 # The project's one test command (CI runs it through .ci/run).
 #
 #   1. installs the Debian packages the offline Bazel 4.2.3 build needs, only if one is missing;
-#   2. cargo test --locked in rust/ (the Rust workspace);
+#   2. cargo test --locked in rust/ (the Rust workspace, including the layering check
+#      rust/roctx_utils/tests/layers.rs and the README environment-table check), then
+#      cargo clippy on every target with -D warnings and clippy::undocumented_unsafe_blocks;
 #   3. bazel-4 test //... with --config=rocm (Rust implementation);
 #   4. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
 #      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
@@ -86,6 +88,29 @@ run_cargo() {
     note="cargo exited $rc with no failing result line"
   fi
   record "cargo test (rust/)" "$p" "$f" "$note"
+  if grep -q '^test no_layer_refers_to_one_above_it_and_there_is_no_cycle \.\.\. ok' "$log"; then
+    SUMMARY+=("  (includes the layering check: no upward or sideways import, no cycle)")
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# 2b. clippy: one case, failed on any warning (undocumented unsafe blocks included).
+# ---------------------------------------------------------------------------------------------
+run_clippy() {
+  local log=$TMPDIR_TESTS/clippy.log rc
+  echo
+  if ! cargo clippy --version >/dev/null 2>&1 && ! rustup component add clippy; then
+    record "cargo clippy (rust/)" 0 1 "no clippy: 'rustup component add clippy' failed"
+    return
+  fi
+  echo "==> (cd rust && cargo clippy --locked --workspace --all-targets -- -D warnings -D clippy::undocumented_unsafe_blocks)"
+  (cd rust && cargo clippy --locked --workspace --all-targets -- -D warnings -D clippy::undocumented_unsafe_blocks) 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then
+    record "cargo clippy (rust/)" 1 0
+  else
+    record "cargo clippy (rust/)" 0 1 "clippy exited $rc: $(grep -c '^error' "$log") error(s)"
+  fi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -342,6 +367,7 @@ run_xprof() {
 }
 
 run_cargo
+run_clippy
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED

@@ -194,7 +194,7 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
         stats.process_ranges_open_at_stop = ranges.values().filter(|r| r.session == session).count() as u64;
     }
     stats.rejected_records += REJECTED.load(Ordering::Relaxed);
-    events.sort_by(|a, b| (a.tid, a.start_ns, std::cmp::Reverse(a.end_ns)).cmp(&(b.tid, b.start_ns, std::cmp::Reverse(b.end_ns))));
+    events.sort_by_key(|e| (e.tid, e.start_ns, std::cmp::Reverse(e.end_ns)));
     let labels = interner.into_iter().map(|(_, s)| s.to_owned()).collect();
     Snapshot {
         events,

@@ -46,8 +46,7 @@ pub fn realtime_ns() -> i64 {
     if rc != 0 {
         return 0;
     }
-    // CAST: i64 seconds and nanoseconds from the kernel.
-    (ts.tv_sec as i64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as i64)
+    ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec)
 }
 
 /// This machine's host name, or "localhost".

@@ -147,10 +147,12 @@ pub unsafe fn decode(ptr: *const c_void, len: usize, layout: Layout) -> Option<R
     if ptr.is_null() || len != layout.record_size() {
         return None;
     }
-    // SAFETY: `len` bytes are readable (contract) and equal the struct size; read_unaligned
-    // because a host may hand us a pointer into a byte buffer.
+    // `len` bytes are readable (contract) and equal the struct size; read_unaligned because a
+    // host may hand us a pointer into a byte buffer.
     Some(match layout {
+        // SAFETY: see above; `len` is the size of CallbackRecordV6.
         Layout::V6 => unsafe { std::ptr::read_unaligned(ptr.cast::<CallbackRecordV6>()) }.into(),
+        // SAFETY: see above; `len` is the size of CallbackRecordV7.
         Layout::V7 => unsafe { std::ptr::read_unaligned(ptr.cast::<CallbackRecordV7>()) }.into(),
     })
 }

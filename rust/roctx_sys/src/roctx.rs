@@ -161,11 +161,17 @@ fn bind_library(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal
     // local bookkeeping and need no GPU (rocprofiler_abi.md 2.2). RTLD_LOCAL keeps our copy from
     // interposing anyone else's symbols.
     let library = unsafe { Library::open(Some(location), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| Refusal::Unusable(short_error(&e)))?;
-    // SAFETY (all `sym` calls): each type matches roctx.h's C signature for that name.
-    let push: PushFn = unsafe { sym(&library, b"roctxRangePushA\0") }.ok_or("no roctxRangePushA")?;
-    let pop: PopFn = unsafe { sym(&library, b"roctxRangePop\0") }.ok_or("no roctxRangePop")?;
-    let registers = unsafe { sym::<unsafe extern "C" fn()>(&library, b"rocprofiler_register_import_roctx\0") }.is_some();
-    let legacy = !registers && unsafe { sym::<unsafe extern "C" fn() -> u32>(&library, b"roctx_version_major\0") }.is_some();
+    // Each name is a roctx.h function (or a marker symbol), bound with that function's C type.
+    macro_rules! sym {
+        ($name:literal as $ty:ty) => {{
+            // SAFETY: `$ty` is the C signature roctx.h (or the SDK) gives `$name`.
+            unsafe { sym::<$ty>(&library, concat!($name, "\0").as_bytes()) }
+        }};
+    }
+    let push = sym!("roctxRangePushA" as PushFn).ok_or("no roctxRangePushA")?;
+    let pop = sym!("roctxRangePop" as PopFn).ok_or("no roctxRangePop")?;
+    let registers = sym!("rocprofiler_register_import_roctx" as unsafe extern "C" fn()).is_some();
+    let legacy = !registers && sym!("roctx_version_major" as unsafe extern "C" fn() -> u32).is_some();
     if registers {
         if let Some(why) = register_would_abort(register) {
             return Err(Refusal::WouldAbort(why));
@@ -174,12 +180,12 @@ fn bind_library(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal
     Ok(Roctx {
         push,
         pop,
-        mark: unsafe { sym(&library, b"roctxMarkA\0") },
-        range_start: unsafe { sym(&library, b"roctxRangeStartA\0") },
-        range_stop: unsafe { sym(&library, b"roctxRangeStop\0") },
-        name_os_thread: unsafe { sym(&library, b"roctxNameOsThread\0") },
-        name_hip_device: unsafe { sym(&library, b"roctxNameHipDevice\0") },
-        name_hip_stream: unsafe { sym(&library, b"roctxNameHipStream\0") },
+        mark: sym!("roctxMarkA" as MarkFn),
+        range_start: sym!("roctxRangeStartA" as StartFn),
+        range_stop: sym!("roctxRangeStop" as StopFn),
+        name_os_thread: sym!("roctxNameOsThread" as NameThreadFn),
+        name_hip_device: sym!("roctxNameHipDevice" as NameDeviceFn),
+        name_hip_stream: sym!("roctxNameHipStream" as NameStreamFn),
         flavor: if legacy { Flavor::Legacy } else { Flavor::Sdk },
         location: CString::new(location).unwrap_or_default(),
         _library: library,

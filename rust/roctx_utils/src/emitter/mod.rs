@@ -205,11 +205,7 @@ impl Annotation {
         match previous {
             p if p == Route::Range as u8 => range_pop(),
             // As ScopedAnnotation's PopAnnotation: re-check, the stack may have been disabled.
-            p if p == Route::Stack as u8 => {
-                if host::annotation_stack_enabled() {
-                    host::annotation_stack_pop();
-                }
-            }
+            p if p == Route::Stack as u8 && host::annotation_stack_enabled() => host::annotation_stack_pop(),
             _ => {}
         }
         previous != Route::Stopped as u8

@@ -138,8 +138,9 @@ const PHASE_EXIT: i32 = 2;
 pub(crate) unsafe fn on_record(record: &Record) -> Result<(), ()> {
     use collector::{mark, now_ns, pop, push, range_start, range_stop, MAX_LABEL_BYTES};
     let tid = record.thread_id;
-    // SAFETY (all payload reads below): per this function's contract.
+    // SAFETY: the payload is null or valid for the call (this function's contract).
     let payload = |needed| unsafe { rocprofiler::marker_payload(record.payload, needed) }.ok_or(());
+    // SAFETY: a marker payload's message is null or a C string valid for the call.
     let message = |p: &rocprofiler::MarkerPayload| unsafe { rocprofiler::c_string_bytes(p.arg0, MAX_LABEL_BYTES) };
     let decode = || match (record.kind, record.operation, record.phase) {
         // roctxRangePushA: push unconditionally (a null message pushes ""), so the matching

@@ -227,16 +227,16 @@ unsafe extern "C" fn tool_finalize(_tool_data: *mut c_void) {
 
 /// MARKER_* callback for SDK 0.x (56-byte record, passed by value).
 unsafe extern "C" fn on_marker_v6(record: CallbackRecordV6, _user_data: *mut c_void, _cb_data: *mut c_void) {
-    // SAFETY: the SDK's payload is valid for the callback.
     guard((), || {
+        // SAFETY: the SDK's payload is valid for the callback.
         let _ = unsafe { super::on_record(&record.into()) };
     })
 }
 
 /// MARKER_* callback for SDK 1.x (64-byte record, passed by value).
 unsafe extern "C" fn on_marker_v7(record: CallbackRecordV7, _user_data: *mut c_void, _cb_data: *mut c_void) {
-    // SAFETY: as above.
     guard((), || {
+        // SAFETY: the SDK's payload is valid for the callback.
         let _ = unsafe { super::on_record(&record.into()) };
     })
 }

@@ -5,7 +5,10 @@ use std::mem::{offset_of, size_of};
 
 use super::*;
 
-/// (size, [(field, offset)]) of a Rust mirror, under the C name of the struct it mirrors.
+/// A Rust mirror's size and (field, offset) list.
+type Layout = (usize, Vec<(&'static str, usize)>);
+
+/// The [`Layout`] of a Rust mirror.
 macro_rules! layout {
     ($ty:ty: $($field:ident),+) => {
         (size_of::<$ty>(), vec![$((stringify!($field), offset_of!($ty, $field))),+])
@@ -65,7 +68,7 @@ fn header_matches_the_mirrors() {
     let text = header();
     let structs = header_structs(&text);
     let (sizes, offsets) = header_asserts(&text);
-    let mirrors: [(&str, (usize, Vec<(&str, usize)>)); 5] = [
+    let mirrors: [(&str, Layout); 5] = [
         (
             "roctx_utils_counters",
             layout!(CountersC: struct_size, strings_interned, string_pool_bytes, strings_truncated, strings_rejected, null_streams, panics_caught),
