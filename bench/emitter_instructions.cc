@@ -14,12 +14,13 @@
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s <ours|raw|capture> <pairs>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <ours|raw|capture|mark> <pairs>\n", argv[0]);
     return 2;
   }
   const long n = std::atol(argv[2]);
   auto* domain = tsl::profiler::DefaultProfilerDomain();
-  if (std::strcmp(argv[1], "capture") == 0) {
+  const bool mark = std::strcmp(argv[1], "mark") == 0;
+  if (std::strcmp(argv[1], "capture") == 0 || mark) {
     roctx_utils_session_options o{};
     o.struct_size = sizeof(o);
     o.mode = ROCTX_UTILS_CAPTURE_IN_PROCESS;
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
       push("Thunk:#hlo_op=fusion.3#");
       pop();
     }
+  } else if (mark) {
+    for (long i = 0; i < n; ++i) roctx_utils_mark("step_marker");
   } else {
     for (long i = 0; i < n; ++i) {
       tsl::profiler::RangePush(domain, "Thunk:#hlo_op=fusion.3#");

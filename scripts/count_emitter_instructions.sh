@@ -22,3 +22,4 @@ per_pair "raw fake roctx pair (baseline)" raw XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTIL
 per_pair "RangePush+RangePop, fake roctx, AnnotationStack off" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY="$FAKE"
 per_pair "RangePush+RangePop, no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 per_pair "RangePush+RangePop, in-process capture, no roctx" capture XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
+per_pair "roctx_utils_mark, in-process capture, no roctx (per mark)" mark XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent

@@ -267,17 +267,20 @@ fn paused(tid: u64) -> bool {
 
 /// `roctxRangePushA(label)` on the calling thread, at `ts` (ns). `tid` is the thread the record
 /// names (the caller's own for the emitter, the SDK's `thread_id` for callbacks).
+#[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) {
     let suppressed = paused(tid);
     with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed));
 }
 
 /// `roctxRangePop()` on the calling thread, at `ts`.
+#[inline]
 pub fn pop(ts: u64, tid: u64) {
     with_buffer(|b, ctx| b.pop(ts, tid, ctx));
 }
 
 /// `roctxMarkA(label)` at `ts`.
+#[inline]
 pub fn mark(label: &[u8], ts: u64, tid: u64) {
     let suppressed = paused(tid);
     with_buffer(|b, ctx| b.mark(label, ts, tid, ctx, suppressed));

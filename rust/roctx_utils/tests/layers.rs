@@ -367,3 +367,23 @@ fn comments_strings_and_downward_references_are_not_violations() {
     assert!(report.violations.is_empty(), "{:#?}", report.violations);
     assert_eq!(report.edges.keys().map(|(_, to)| to.name).collect::<Vec<_>>(), ["sys", "runtime"]); // by rank
 }
+
+/// `roctx_config` is the only library code that reads the environment: everything else gets
+/// the values from `roctx_config::get()` (build scripts and tests aside).
+#[test]
+fn only_the_config_layer_reads_the_environment() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut readers = Vec::new();
+    for krate in CRATES {
+        let mut files = Vec::new();
+        rust_files(&root.join(krate).join("src"), &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let code = code_only(&text);
+            if krate != "roctx_config" && ["env::var", "env::vars", "getenv"].iter().any(|call| code.contains(call)) {
+                readers.push(file.display().to_string());
+            }
+        }
+    }
+    assert!(readers.is_empty(), "environment read outside roctx_config: {readers:?}");
+}
