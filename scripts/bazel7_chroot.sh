@@ -10,6 +10,9 @@
 #                                                       cargo inside a Bazel 7 action, cxx bridge)
 #   2. bazel test //... --config=rocm                  (Rust implementation; all suites)
 #   3. bazel test //...                                (stub; rocm-only tests are SKIPPED)
+#   4. the bzlmod consumer examples/xla_fork (bazel_dep(name = "roctx_utils") + local_path_override,
+#      --@roctx_utils//:annotation_stack pointed at its own stack): bazel test //... with and
+#      without --config=rocm, as scripts/test.sh does with Bazel 4 and its WORKSPACE
 # and prints a summary with per-target counts and timings. Exit status is non-zero if any step
 # failed. (--config=bazel4 is Bazel-4 only and is deliberately not used here.)
 #
@@ -17,8 +20,9 @@
 #   * debootstrap --variant=minbase sid into ${SID_ROOT:-/var/tmp/roctx_utils_sid} (~1.6 GB, apt cache cleaned);
 #   * apt (Check-Valid-Until=false) installs bazel-bootstrap, googletest, libbenchmark-dev
 #     (for //bench), g++, ca-certificates; only when missing, or always with SID_UPDATE=1;
-#   * stand-in modules protobuf/zlib/apple_support/buildozer, googletest as a local module over
-#     /usr/src/googletest, all wired through --override_module in the chroot's /etc/bazel.bazelrc;
+#   * stand-in modules protobuf/zlib/apple_support/buildozer, wired through --override_module in
+#     the chroot's /etc/bazel.bazelrc; googletest as a local module over /usr/src/googletest,
+#     overridden on the roctx_utils steps' command lines (the consumer does not depend on it);
 #   * bind mounts: /proc, /dev, $RUSTUP_HOME (read-only), $CARGO_HOME, the checkout (read-only,
 #     at /srv/roctx_utils). Bazel runs with --lockfile_mode=off and --symlink_prefix=/ so that it
 #     writes nothing into the checkout. Everything is unmounted by a trap on exit.
@@ -77,17 +81,20 @@ fi
 
 # Every chroot command runs with the lock's fd 9 closed: the Bazel server daemonizes and would
 # otherwise hold the lock long after this script is gone.
-in_chroot() {  # in_chroot 'shell command'  (runs in the checkout, clean environment)
+in_chroot() {  # in_chroot 'shell command'  (runs in the checkout, or in $IN_DIR below it)
   chroot "$SID_ROOT" /usr/bin/env -i HOME="$HOME" LANG=C.UTF-8 TERM="${TERM:-dumb}" \
     RUSTUP_HOME="$RUSTUP_DIR" CARGO_HOME="$CARGO_DIR" DEBIAN_FRONTEND=noninteractive \
     PATH="$CARGO_DIR/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    bash -c "cd $SRC_MNT && $1" 9>&-
+    bash -c "cd $SRC_MNT/${IN_DIR:-} && $1" 9>&-
 }
 
-shutdown_bazel_quietly() {  # the server would otherwise keep the bind mounts busy
-  [ -x "$SID_ROOT/usr/bin/bazel" ] && mountpoint -q "$SID_ROOT$SRC_MNT" &&
-    timeout 60 chroot "$SID_ROOT" /usr/bin/env -i HOME="$HOME" PATH=/usr/bin:/bin \
-      bash -c "cd $SRC_MNT && /usr/bin/bazel shutdown" >/dev/null 2>&1 9>&-
+shutdown_bazel_quietly() {  # the servers would otherwise keep the bind mounts busy
+  local dir
+  for dir in "" examples/xla_fork; do
+    [ -x "$SID_ROOT/usr/bin/bazel" ] && mountpoint -q "$SID_ROOT$SRC_MNT" &&
+      timeout 60 chroot "$SID_ROOT" /usr/bin/env -i HOME="$HOME" PATH=/usr/bin:/bin \
+        bash -c "cd $SRC_MNT/$dir && /usr/bin/bazel shutdown" >/dev/null 2>&1 9>&-
+  done
 }
 
 BAZEL_STARTED=
@@ -190,7 +197,8 @@ cp "$REPO/third_party/googletest/googletest.BUILD" "$GT/BUILD.bazel"
 
 cat >"$SID_ROOT/etc/bazel.bazelrc" <<'EOF'
 # Written by roctx_utils scripts/bazel7_chroot.sh (sid's /etc/bazel/bazelrc try-imports it).
-common --override_module=googletest=/opt/googletest-module
+# googletest is overridden on the command line of the steps in the roctx_utils module only: Bazel
+# rejects an override of a module the root does not depend on (the consumer has no googletest).
 common --override_module=protobuf=/opt/bzlmod-standins/protobuf
 common --override_module=zlib=/opt/bzlmod-standins/zlib
 common --override_module=apple_support=/opt/bzlmod-standins/apple_support
@@ -233,19 +241,33 @@ run_step() {  # run_step NAME bazel-args...
 
 if [ -n "${SID_EXPUNGE:-}" ]; then BAZEL_STARTED=1; in_chroot "$BAZEL clean --expunge" >/dev/null 2>&1; fi
 
-run_step "build impl (rocm)" build //:roctx_utils_impl --config=rocm
+GT_OVERRIDE=--override_module=googletest=/opt/googletest-module
+run_step "build impl (rocm)" build //:roctx_utils_impl --config=rocm $GT_OVERRIDE
 # Proof that Bazel 7 took the bzlmod route (MODULE.bazel) and not WORKSPACE: the main repository's
 # execroot is "_main" under bzlmod and "roctx_utils" (workspace name) under WORKSPACE.
-EXECROOT=$(in_chroot "$BAZEL info execution_root 2>/dev/null")
+EXECROOT=$(in_chroot "$BAZEL info execution_root $GT_OVERRIDE 2>/dev/null")
 case $EXECROOT in
   */_main) BZLMOD="yes (execroot .../execroot/_main)" ;;
   *) BZLMOD="NO (execroot '$EXECROOT')"; failed_steps=$((failed_steps + 1)) ;;
 esac
 echo "bzlmod: $BZLMOD"
-run_step "test //... (rocm)" test //... --config=rocm
-run_step "test //... (stub)" test //...
+run_step "test //... (rocm)" test //... --config=rocm $GT_OVERRIDE
+run_step "test //... (stub)" test //... $GT_OVERRIDE
 log "bazel shutdown"
 in_chroot "$BAZEL shutdown" && BAZEL_STARTED=
+
+# The bzlmod consumer: a workspace of its own inside the checkout, with its own Bazel server.
+IN_DIR=examples/xla_fork
+run_step "consumer xla_fork (rocm)" test //... --config=rocm
+CONSUMER_EXECROOT=$(in_chroot "$BAZEL info execution_root" 2>"$LOGDIR/consumer_info.err")
+case $CONSUMER_EXECROOT in
+  */_main) CONSUMER_BZLMOD="yes (execroot .../execroot/_main)" ;;
+  *) CONSUMER_BZLMOD="NO (execroot '$CONSUMER_EXECROOT')"; failed_steps=$((failed_steps + 1))
+     cat "$LOGDIR/consumer_info.err" ;;
+esac
+run_step "consumer xla_fork (stub)" test //...
+in_chroot "$BAZEL shutdown"
+IN_DIR=
 unmount_all  # before du: the bind mounts share the chroot's filesystem
 
 # ---- 5. summary ---------------------------------------------------------------------------------
@@ -255,7 +277,7 @@ echo "==================== bazel7_chroot summary (NON-GATING) ==================
 chroot_size=$([ -z "$(mounts_under_root)" ] && du -sh "$SID_ROOT" 2>/dev/null | cut -f1)
 echo "chroot:       $SID_ROOT (${chroot_size:-size unknown})"
 echo "bazel:        $BAZEL_VERSION ($BAZEL), googletest $GTEST_VERSION"
-echo "bzlmod:       $BZLMOD"
+echo "bzlmod:       $BZLMOD; consumer: ${CONSUMER_BZLMOD:-not run}"
 printf '%-22s %6ss\n' "setup: debootstrap" "${T[debootstrap]}" "setup: apt" "${T[apt]}"
 for i in "${!STEPS[@]}"; do
   printf '%-22s %6ss  %s\n' "${STEPS[i]}" "${T[${STEPS[i]}]}" "${RESULTS[i]}"

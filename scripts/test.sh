@@ -10,8 +10,9 @@
 #      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
 #      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
 #   5. bazel-4 test //... without --config=rocm (stub; the rocm-only tests are SKIPPED there; this
-#      rebuilds bazel-bin/examples/xla_style_host as the stub, hence after 4), then bazel-4
-#      shutdown.
+#      rebuilds bazel-bin/examples/xla_style_host as the stub, hence after 4);
+#   6. the consumer workspace examples/xla_fork (an XLA fork taking @roctx_utils as the README
+#      says), bazel-4 test //... with and without --config=rocm; then both Bazel servers shut down.
 #
 # The CI harness cannot read Bazel's "Executed N out of M tests" summary, so this script counts
 # test *cases* itself and ends with exactly one line "N passed, M failed". Bazel cases come from
@@ -239,19 +240,23 @@ print("COUNTS %d %d" % (passed, failed))
 PY
 }
 
-run_bazel() {  # run_bazel SECTION_NAME EXTRA_FLAGS...
-  local section=$1
-  shift
+run_bazel() {  # run_bazel SECTION_NAME EXTRA_FLAGS...   (in this workspace)
+  run_bazel_in "$ROOT" "$@"
+}
+
+run_bazel_in() {  # run_bazel_in WORKSPACE_DIR SECTION_NAME EXTRA_FLAGS...
+  local ws=$1 section=$2
+  shift 2
   local log=$TMPDIR_TESTS/bazel.log rc start out p f testlogs
   echo
-  echo "==> $BAZEL test //... --config=bazel4 $*"
+  echo "==> (cd ${ws#"$ROOT"/} && $BAZEL test //... --config=bazel4 $*)"
   start=$(date +%s)
-  "$BAZEL" test //... --config=bazel4 "$@" 2>&1 | tee "$log"
+  (cd "$ws" && "$BAZEL" test //... --config=bazel4 "$@") 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
 
-  testlogs=$ROOT/bazel-testlogs
+  testlogs=$ws/bazel-testlogs
   if [ ! -d "$testlogs" ]; then
-    testlogs=$("$BAZEL" info bazel-testlogs --config=bazel4 "$@" 2>/dev/null) || testlogs=$ROOT/bazel-testlogs
+    testlogs=$(cd "$ws" && "$BAZEL" info bazel-testlogs --config=bazel4 "$@" 2>/dev/null) || testlogs=$ws/bazel-testlogs
   fi
 
   echo
@@ -264,6 +269,20 @@ run_bazel() {  # run_bazel SECTION_NAME EXTRA_FLAGS...
   printf '%s\n' "$out" | grep -v '^COUNTS '
   read -r _ p f <<<"$(printf '%s\n' "$out" | grep '^COUNTS ' | tail -n 1)"
   record "$section" "${p:-0}" "${f:-1}" "bazel exit code $rc"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3b. A consumer: examples/xla_fork is an XLA fork's workspace of its own that takes
+#     @roctx_utils through the README's three WORKSPACE lines, swaps its nvtx_utils_impl with a
+#     select() and points --@roctx_utils//:annotation_stack at its own AnnotationStack. With
+#     --config=rocm its test checks that ranges land in that stack and in roctx; without, its
+#     stub test runs and the rest still builds. Then its Bazel server is shut down.
+# ---------------------------------------------------------------------------------------------
+run_consumer() {
+  local ws=$ROOT/examples/xla_fork
+  run_bazel_in "$ws" "consumer xla_fork --config=rocm" --config=rocm
+  run_bazel_in "$ws" "consumer xla_fork (stub)"
+  (cd "$ws" && "$BAZEL" shutdown)
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -371,6 +390,7 @@ run_clippy
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
+run_consumer                                        # examples/xla_fork, both configurations
 echo
 echo "==> $BAZEL shutdown"
 "$BAZEL" shutdown
