@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// the files of its newest run.
 #[derive(Debug, Parser)]
 #[command(name = "roctx", version)]
-#[command(after_help = "Exit status: 0 success; 1 the trace has validation errors (inspect, merge); 2 bad usage, or an input could not be read or written.")]
+#[command(after_help = "Limits: an INPUT file must be a regular file of at most 1 GiB (a FIFO or device is refused); memory is ~30x (convert), ~40x (inspect) or ~55x (merge) the input size at worst. A problem repeated on many events is reported once per kind and plane, with its count. -o only ever replaces a regular file: a directory, FIFO, socket, device or symbolic link there is refused.\n\nExit status: 0 success; 1 the trace has validation errors (inspect, merge); 2 bad usage, or an input could not be read or written.")]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,

@@ -1,45 +1,60 @@
 //! Reading inputs: a `.xplane.pb` file, or a TensorBoard log directory standing for the files of
 //! its newest run ([`roctx_export::logdir::find_xspaces`]). Owns the messages for paths that do
-//! not exist, directories without traces and files that are not XSpaces; never writes.
+//! not exist, are not regular files or directories, are over [`MAX_INPUT_BYTES`], directories
+//! without traces and files that are not XSpaces; never writes.
 
-use std::fs;
-use std::io;
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use prost::Message;
 use roctx_export::logdir;
+use roctx_export::output::FileKind;
 use roctx_export::xplane_proto::XSpace;
 
 use crate::messages::Failure;
 
-/// One decoded input file.
-#[derive(Debug)]
-pub(crate) struct Input {
-    /// The file it came from.
-    pub(crate) path: PathBuf,
-    /// Its contents.
-    pub(crate) space: XSpace,
-}
+/// The largest input file read, 1 GiB. Each input is decoded whole into memory, up to
+/// [`MEMORY_PER_INPUT_BYTE`] times its size, so this bounds a run at tens of GiB; past it a file
+/// is refused before it is read.
+pub(crate) const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// Peak memory per input byte of `convert`, which holds just the decoded XSpace: 286 MB for a
+/// 10 MB file of 5 M two-byte events (each a 56-byte `XEvent` in memory), the worst case.
+/// `inspect` peaks at ~39x, `merge` (input and result) at ~55x; see the crate docs.
+pub(crate) const MEMORY_PER_INPUT_BYTE: u64 = 29;
 
 /// The `.xplane.pb` files `path` names: itself, or those of a log directory's newest run.
 pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
-    if fs::metadata(path).is_err() && fs::symlink_metadata(path).is_err() {
-        return Err(Failure::new(format!("{} does not exist", path.display())));
+    let meta = metadata(path)?;
+    if !meta.is_dir() {
+        regular(path, &meta)?;
+        return Ok(vec![path.to_owned()]);
     }
     logdir::find_xspaces(path).map_err(|err| match err.kind() {
-        io::ErrorKind::NotFound if path.is_dir() => Failure::new(err.to_string()).hint(
+        io::ErrorKind::NotFound => Failure::new(err.to_string()).hint(
             "pass a .xplane.pb file, or the directory given to `tensorboard --logdir` (the one holding plugins/profile/)",
         ),
         _ => Failure::io("reading", path, err),
     })
 }
 
-/// Reads and decodes one file. An empty file is a valid (empty) XSpace.
+/// Reads and decodes one file. An empty file is a valid (empty) XSpace. The file type and size
+/// are checked before reading, and again on the open file: a FIFO is never opened (which could
+/// block) and a device like /dev/zero never read (which would not end).
 pub(crate) fn read(path: &Path) -> Result<XSpace, Failure> {
-    let bytes = fs::read(path).map_err(|err| match err.kind() {
-        io::ErrorKind::NotFound => Failure::new(format!("{} does not exist", path.display())),
-        _ => Failure::io("reading", path, err),
-    })?;
+    let meta = metadata(path)?;
+    regular(path, &meta)?;
+    size(path, meta.len())?;
+    let file = File::open(path).map_err(|err| Failure::io("reading", path, err))?;
+    // The path may have been swapped since: what counts is the file now open.
+    let meta = file.metadata().map_err(|err| Failure::io("reading", path, err))?;
+    regular(path, &meta)?;
+    size(path, meta.len())?;
+    // CAST: at most MAX_INPUT_BYTES, which fits usize on 64-bit hosts.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| Failure::io("reading", path, err))?;
+    size(path, bytes.len() as u64)?; // It grew while being read.
     XSpace::decode(bytes.as_slice()).map_err(|err| {
         Failure::new(format!(
             "reading {}: not an XSpace ({err}); expected a .xplane.pb file or a TensorBoard log directory",
@@ -48,39 +63,32 @@ pub(crate) fn read(path: &Path) -> Result<XSpace, Failure> {
     })
 }
 
-/// Every file `path` names, decoded, in path order.
-pub(crate) fn load(path: &Path) -> Result<Vec<Input>, Failure> {
-    files(path)?.into_iter().map(|path| read(&path).map(|space| Input { path, space })).collect()
+/// `path`'s metadata (following links), or why there is none.
+fn metadata(path: &Path) -> Result<Metadata, Failure> {
+    fs::metadata(path).map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => match fs::read_link(path) {
+            Ok(target) => Failure::new(format!("{} is a symbolic link to {}, which does not exist", path.display(), target.display())),
+            Err(_) => Failure::new(format!("{} does not exist", path.display())),
+        },
+        _ => Failure::io("reading", path, err),
+    })
 }
 
-/// Fails if `output` is one of `inputs` (the same file, however it is spelled).
-pub(crate) fn refuse_to_overwrite<'a>(output: &Path, inputs: impl IntoIterator<Item = &'a Path>) -> Result<(), Failure> {
-    let Ok(out) = fs::canonicalize(output) else { return Ok(()) }; // Not there yet: no clash.
-    for input in inputs {
-        if fs::canonicalize(input).is_ok_and(|i| i == out) {
-            return Err(Failure::new(format!("refusing to overwrite input {} with the output", input.display()))
-                .hint("choose another output file with -o"));
-        }
+/// Fails unless `meta` is a regular file's.
+fn regular(path: &Path, meta: &Metadata) -> Result<(), Failure> {
+    if meta.is_file() {
+        return Ok(());
     }
-    Ok(())
+    Err(Failure::new(format!("{} is not a regular file ({})", path.display(), FileKind::of(&meta.file_type()).describe()))
+        .hint("roctx reads .xplane.pb files and log directories; save the trace to a file first"))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, creating
-/// parent directories, so that a reader (or a failed write) never leaves half a file behind.
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    if path.is_dir() {
-        return Err(Failure::new(format!("{} is a directory", path.display())).hint("-o takes a file name, such as merged.xplane.pb"));
+/// Fails if `len` is over [`MAX_INPUT_BYTES`].
+fn size(path: &Path, len: u64) -> Result<(), Failure> {
+    if len <= MAX_INPUT_BYTES {
+        return Ok(());
     }
-    let Some(name) = path.file_name() else {
-        return Err(Failure::new(format!("{} is not a file name", path.display())).hint("-o takes a file name, such as merged.xplane.pb"));
-    };
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    fs::create_dir_all(parent).map_err(|err| Failure::io("creating directory", parent, err))?;
-    let tmp = parent.join(format!(".{}.roctx-tmp", name.to_string_lossy()));
-    let result = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
-    if let Err(err) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(Failure::io("writing", path, err));
-    }
-    Ok(())
+    Err(Failure::new(format!("{} is over roctx's input limit of 1 GiB ({MAX_INPUT_BYTES} bytes)", path.display())).hint(format!(
+        "roctx decodes each input whole, taking up to ~{MEMORY_PER_INPUT_BYTE}x its size in memory; split the capture (one file per host, or a shorter session)"
+    )))
 }

@@ -10,7 +10,31 @@ roctx convert --format chrome run/ -o trace.json.gz
 ```
 
 A thin binary over `roctx_export`: each subcommand module reads inputs through [`input`],
-calls the library, and prints; [`messages`] owns the `roctx:` errors and exit codes.
+calls the library, writes through [`output`] and prints; [`messages`] owns the `roctx:` errors
+and exit codes.
+
+# Limits
+
+- **Inputs** are regular files (or log directories of them) of at most 1 GiB
+  ([`input::MAX_INPUT_BYTES`]); anything else (a FIFO, a device such as `/dev/zero`) is refused
+  by type before it is opened, a larger file by size before it is read.
+- **Memory** is proportional to the input: each input is decoded whole. Peak RSS measured on
+  the worst case, a 10 MB file of 5 M two-byte events (a 56-byte `XEvent` each in memory):
+  `convert` 286 MB (~29 bytes per input byte, [`input::MEMORY_PER_INPUT_BYTE`]: the decoded
+  XSpace, the JSON is streamed), `inspect` and `inspect --json` 393 MB (~39x: one decoded file
+  at a time, plus 16 bytes per event of the line whose nesting depth is measured; the summary
+  is proportional to lines), `merge` 550 MB (~55x:
+  the inputs and the result). Ordinary traces, whose events carry offsets, durations and
+  stats, take less per byte. At the 1 GiB input limit that is up to ~30-55 GiB.
+- **Findings**: a problem repeated on many events (missing metadata, negative durations,
+  dangling refs, shared rows, reused line ids) is reported once per kind and plane, with its
+  count and first occurrence, so output is proportional to the distinct problems, not to the
+  events. Error counts (`error_count`, "N errors", the exit status) count occurrences.
+- **Time**: `merge` is O(n log n) in lines, events and planes.
+- **Outputs** (`-o`) are written to a temporary file next to the destination and renamed into
+  place, and only ever replace a regular file that is not an input; a directory, FIFO, socket,
+  device or symbolic link there is refused (exit 2). The temporary file is removed on every
+  failure, a full disk included.
 */
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -21,6 +45,7 @@ mod input;
 mod inspect;
 mod merge;
 mod messages;
+mod output;
 
 use std::process::ExitCode;
 

@@ -1,33 +1,34 @@
 //! `roctx merge`: XLA's host-plane merge over several XSpaces
-//! ([`roctx_export::xplane::merge_spaces`]), written to one file. Owns the output checks and the
-//! one-line report.
+//! ([`roctx_export::xplane::merge_spaces`]), written to one file. Owns the one-line report and
+//! the validation errors it prints (one per kind of problem and plane, with its count).
 
 use prost::Message;
 use roctx_export::inspect::{Severity, Summary};
 use roctx_export::xplane;
 
 use crate::args::MergeArgs;
-use crate::input;
 use crate::messages::{error, hint, print, Failure, Status};
+use crate::{input, output};
 
 /// Runs `roctx merge`.
 pub(crate) fn run(args: &MergeArgs) -> Result<Status, Failure> {
     let out = &args.output;
-    let mut inputs = Vec::new();
+    let mut files = Vec::new();
     for path in &args.inputs {
-        inputs.extend(input::load(path)?);
+        files.extend(input::files(path)?);
     }
-    input::refuse_to_overwrite(out, inputs.iter().map(|i| i.path.as_path()))?;
-    let files = inputs.len();
-    let merged = xplane::merge_spaces(inputs.into_iter().map(|i| i.space).collect());
-    input::write_file(out, &merged.encode_to_vec())?;
+    output::check(out, files.iter().map(|f| f.as_path()))?;
+    let spaces = files.iter().map(|f| input::read(f)).collect::<Result<Vec<_>, _>>()?;
+    let merged = xplane::merge_spaces(spaces);
+    output::write(out, &merged.encode_to_vec())?;
 
     let s = Summary::of(&merged);
     let hosts = if s.hostnames.is_empty() { "no hostname".to_owned() } else { s.hostnames.join(", ") };
     let (errors, warnings) = (s.count(Severity::Error), s.count(Severity::Warning));
     print(&format!(
-        "merged {files} file{} into {}: {hosts}; {} plane{}, {} lines, {} events; {errors} validation error{}, {warnings} warning{}\n",
-        plural_s(files),
+        "merged {} file{} into {}: {hosts}; {} plane{}, {} lines, {} events; {errors} validation error{}, {warnings} warning{}\n",
+        files.len(),
+        plural_s(files.len()),
         out.display(),
         s.planes.len(),
         plural_s(s.planes.len()),

@@ -2,67 +2,147 @@
 //! for users without TensorBoard. One process per rendered plane, one thread per line (tid =
 //! XProf's row key, so rows match what XProf shows), complete (`X`) events in microseconds with
 //! their stats as args; zero-length events become instants (`i`).
+//!
+//! Owns the trace-event layout. [`write_xspace`] streams it: each event is serialized straight
+//! to the writer and dropped, so converting takes the decoded XSpace plus a constant, however
+//! many events there are (one `serde_json::Value` per event cost ~2 KB each, 9.6 GB for a 10 MB
+//! file of 5 M events).
 
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::xplane::row_key;
 use crate::xplane_proto::{x_stat, XPlane, XSpace, XStat};
 
-/// The trace-event document for `space`. `otherData` carries the hostnames and warnings.
+/// The trace-event document for `space`, as a JSON value. `otherData` carries the hostnames and
+/// warnings. Holds the whole document in memory: for files, use [`write_xspace`].
 pub fn from_xspace(space: &XSpace) -> Value {
-    let mut events = Vec::new();
+    let mut bytes = Vec::new();
+    // Writing into a Vec cannot fail, and what write_xspace writes is JSON.
+    let _ = write_xspace(space, &mut bytes);
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+}
+
+/// Writes the trace-event document for `space` (see [`from_xspace`]) to `out`, one event at a
+/// time, and returns how many entries `traceEvents` got. Pass a buffered writer.
+pub fn write_xspace<W: Write>(space: &XSpace, mut out: W) -> io::Result<u64> {
+    let mut events = Events { out: &mut out, count: 0 };
+    events.out.write_all(b"{\"traceEvents\":[")?;
     for (index, plane) in space.planes.iter().enumerate() {
         if plane.lines.iter().all(|l| l.events.is_empty()) {
             continue;
         }
         let pid = index as u64 + 1;
-        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": plane.name}}));
-        events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}));
+        events.push(&TraceEvent::meta("process_name", pid, None, Args::Name { name: &plane.name }))?;
+        events.push(&TraceEvent::meta("process_sort_index", pid, None, Args::SortIndex { sort_index: pid }))?;
         for line in plane.lines.iter().filter(|l| !l.events.is_empty()) {
             let tid = row_key(line);
             let name = if line.display_name.is_empty() { &line.name } else { &line.display_name };
-            events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
-            events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}));
+            events.push(&TraceEvent::meta("thread_name", pid, Some(tid), Args::Name { name }))?;
+            events.push(&TraceEvent::meta("thread_sort_index", pid, Some(tid), Args::SortIndex { sort_index: u64::from(tid) }))?;
             for e in &line.events {
                 let meta = plane.event_metadata.get(&e.metadata_id);
                 let name = meta.map_or("", |m| if m.display_name.is_empty() { &m.name } else { &m.display_name });
                 // ns + ps -> us, as f64 with ns precision kept for sub-ms traces.
                 let ts_us = line.timestamp_ns as f64 / 1e3 + e.offset_ps() as f64 / 1e6;
-                let mut args = Map::new();
+                let mut args = BTreeMap::new();
                 for s in meta.map(|m| m.stats.as_slice()).unwrap_or_default().iter().chain(&e.stats) {
                     if let Some((k, v)) = stat_arg(plane, s) {
                         args.insert(k, v);
                     }
                 }
-                let mut ev = json!({"name": name, "pid": pid, "tid": tid, "ts": ts_us, "args": args});
-                if e.duration_ps == 0 {
-                    ev["ph"] = json!("i");
-                    ev["s"] = json!("t");
-                } else {
-                    ev["ph"] = json!("X");
-                    ev["dur"] = json!(e.duration_ps as f64 / 1e6);
-                }
-                events.push(ev);
+                let (ph, dur, scope) = if e.duration_ps == 0 { ("i", None, Some("t")) } else { ("X", Some(e.duration_ps as f64 / 1e6), None) };
+                events.push(&TraceEvent { ph, name, pid, tid: Some(tid), ts: Some(ts_us), dur, s: scope, args: Args::Stats(args) })?;
             }
         }
     }
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {"hostnames": space.hostnames, "warnings": space.warnings, "producer": "roctx_utils"},
-    })
+    let count = events.count;
+    out.write_all(b"],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    let other = OtherData { hostnames: &space.hostnames, warnings: &space.warnings, producer: "roctx_utils" };
+    serde_json::to_writer(&mut out, &other)?;
+    out.write_all(b"}")?;
+    Ok(count)
+}
+
+/// The `traceEvents` array being written: commas between entries, and their count.
+struct Events<'w, W: Write> {
+    out: &'w mut W,
+    count: u64,
+}
+
+impl<W: Write> Events<'_, W> {
+    fn push(&mut self, event: &TraceEvent<'_>) -> io::Result<()> {
+        if self.count > 0 {
+            self.out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *self.out, event)?;
+        self.count += 1;
+        Ok(())
+    }
+}
+
+/// One entry of `traceEvents`.
+#[derive(Serialize)]
+struct TraceEvent<'a> {
+    ph: &'static str,
+    name: &'a str,
+    pid: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    args: Args<'a>,
+}
+
+impl<'a> TraceEvent<'a> {
+    /// A metadata (`M`) event: a process or thread name or sort index.
+    fn meta(name: &'static str, pid: u64, tid: Option<u32>, args: Args<'a>) -> TraceEvent<'a> {
+        TraceEvent { ph: "M", name, pid, tid, ts: None, dur: None, s: None, args }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Args<'a> {
+    Name { name: &'a str },
+    SortIndex { sort_index: u64 },
+    Stats(BTreeMap<&'a str, Arg<'a>>),
+}
+
+/// A stat's value as an arg.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Arg<'a> {
+    Double(f64),
+    Unsigned(u64),
+    Signed(i64),
+    Text(&'a str),
+}
+
+#[derive(Serialize)]
+struct OtherData<'a> {
+    hostnames: &'a [String],
+    warnings: &'a [String],
+    producer: &'static str,
 }
 
 /// A stat as a JSON arg; refs resolve to the referenced metadata's name, as XProf shows them.
-fn stat_arg(plane: &XPlane, stat: &XStat) -> Option<(String, Value)> {
-    let key = plane.stat_metadata.get(&stat.metadata_id)?.name.clone();
+fn stat_arg<'a>(plane: &'a XPlane, stat: &'a XStat) -> Option<(&'a str, Arg<'a>)> {
+    let key = plane.stat_metadata.get(&stat.metadata_id)?.name.as_str();
     let value = match stat.value.as_ref()? {
-        x_stat::Value::DoubleValue(v) => json!(v),
-        x_stat::Value::Uint64Value(v) => json!(v),
-        x_stat::Value::Int64Value(v) => json!(v),
-        x_stat::Value::StrValue(v) => json!(v),
-        // CAST: metadata ids are non-negative.
-        x_stat::Value::RefValue(r) => json!(plane.stat_metadata.get(&(*r as i64)).map_or("", |m| m.name.as_str())),
+        x_stat::Value::DoubleValue(v) => Arg::Double(*v),
+        x_stat::Value::Uint64Value(v) => Arg::Unsigned(*v),
+        x_stat::Value::Int64Value(v) => Arg::Signed(*v),
+        x_stat::Value::StrValue(v) => Arg::Text(v),
+        // A ref past i64::MAX names no metadata: it shows as "", like any dangling ref.
+        x_stat::Value::RefValue(r) => Arg::Text(i64::try_from(*r).ok().and_then(|r| plane.stat_metadata.get(&r)).map_or("", |m| m.name.as_str())),
         x_stat::Value::BytesValue(_) | x_stat::Value::CompressedStrValue(_) => return None,
     };
     Some((key, value))
@@ -94,5 +174,49 @@ mod tests {
         let thread = evs.iter().find(|e| e["name"] == "thread_name").unwrap();
         assert_eq!(thread["args"]["name"], "Host Threads/5/ROCTX (worker)");
         assert_eq!(doc["otherData"]["warnings"][0], "w");
+    }
+
+    #[test]
+    fn the_streamed_document_is_the_json_value_and_counts_its_entries() {
+        let mut t = Trace::new("h", 1_000, 9_000);
+        let a = t.label("a");
+        for i in 0..10 {
+            t.events.push(Event { kind: EventKind::Range, tid: 5 + i % 2, end_tid: 5 + i % 2, start_ns: 2_000 + i * 10, end_ns: 2_005 + i * 10, label: a, depth: 0 });
+        }
+        let space = xplane::standalone_xspace(&t);
+        let mut bytes = Vec::new();
+        let count = write_xspace(&space, &mut bytes).unwrap();
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        // 2 process entries, 2 per thread, 10 events.
+        assert_eq!(count, 2 + 2 * 2 + 10);
+        assert_eq!(doc["traceEvents"].as_array().unwrap().len() as u64, count);
+        assert_eq!(doc, from_xspace(&space));
+        assert_eq!(doc["displayTimeUnit"], "ns");
+        assert_eq!(doc["otherData"]["producer"], "roctx_utils");
+        let thread = doc["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "thread_sort_index").unwrap();
+        assert_eq!((thread["ph"].as_str(), thread["tid"].as_u64(), thread["args"]["sort_index"].as_u64()), (Some("M"), Some(1), Some(1)));
+        assert!(thread.get("ts").is_none());
+    }
+
+    #[test]
+    fn a_failing_writer_stops_the_conversion_with_its_error() {
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(io::Error::other("disk full"));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut t = Trace::new("h", 0, 100);
+        let a = t.label("a");
+        t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 1, end_ns: 2, label: a, depth: 0 });
+        let err = write_xspace(&xplane::standalone_xspace(&t), Full(100)).unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
     }
 }

@@ -5,8 +5,13 @@
 //! the [`xplane::validate`] findings. Pure computation over a decoded XSpace: never reads
 //! files, never prints (the CLI does both). Serializes with stable keys (field order) for
 //! `roctx inspect --json`.
+//!
+//! Size: one [`LineSummary`] per line and one [`Finding`] per kind of problem and plane (a
+//! problem repeated on every event is one finding with its `count`), so a summary is
+//! proportional to the lines, not the events.
 
 use std::borrow::Cow;
+use std::io::{self, Write};
 
 use serde::Serialize;
 
@@ -27,7 +32,8 @@ pub struct Summary {
     pub xspace_warnings: Vec<String>,
     /// `XSpace.errors`.
     pub xspace_errors: Vec<String>,
-    /// What [`xplane::validate`] found, plus a warning for a space with no planes.
+    /// What [`xplane::validate`] found, plus a warning for a space with no planes: one finding
+    /// per kind of problem and plane.
     pub issues: Vec<Finding>,
 }
 
@@ -79,13 +85,15 @@ pub enum Severity {
     Warning,
 }
 
-/// One validation finding.
+/// One validation finding: a kind of problem in one plane, with how often it occurs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,
-    /// What and where.
+    /// What and where (for a repeated problem: how often, and where first).
     pub message: String,
+    /// How many occurrences the finding stands for (1 for a single one).
+    pub count: usize,
 }
 
 impl Summary {
@@ -93,11 +101,12 @@ impl Summary {
     pub fn of(space: &XSpace) -> Summary {
         let mut issues = Vec::new();
         if space.planes.is_empty() {
-            issues.push(Finding { severity: Severity::Warning, message: "no planes (an empty file, or not written by a profiler)".to_owned() });
+            issues.push(Finding { severity: Severity::Warning, message: "no planes (an empty file, or not written by a profiler)".to_owned(), count: 1 });
         }
         issues.extend(xplane::validate(space).into_iter().map(|i| Finding {
             severity: if i.error { Severity::Error } else { Severity::Warning },
             message: i.message,
+            count: i.count,
         }));
         Summary {
             hostnames: space.hostnames.clone(),
@@ -108,9 +117,10 @@ impl Summary {
         }
     }
 
-    /// Number of findings of `severity`.
+    /// Number of problems of `severity`: occurrences, not findings (a finding of 5 missing
+    /// metadata counts 5).
     pub fn count(&self, severity: Severity) -> usize {
-        self.issues.iter().filter(|i| i.severity == severity).count()
+        self.issues.iter().filter(|i| i.severity == severity).map(|i| i.count).sum()
     }
 
     /// Whether validation found no errors (warnings allowed).
@@ -127,6 +137,31 @@ impl Summary {
     pub fn event_count(&self) -> usize {
         self.planes.iter().map(|p| p.event_count).sum()
     }
+}
+
+/// Writes `roctx inspect --json`'s document for `files` (path, summary) to `out`, pretty-printed
+/// and streamed (no intermediate JSON value, which cost ~10x the summary):
+/// `{"error_count", "files": [{"path", <Summary fields>}], "warning_count"}`.
+pub fn write_json_report<W: Write>(files: &[(String, Summary)], out: W) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        path: &'a str,
+        #[serde(flatten)]
+        summary: &'a Summary,
+    }
+    #[derive(Serialize)]
+    struct Report<'a> {
+        error_count: usize,
+        files: Vec<File<'a>>,
+        warning_count: usize,
+    }
+    let count = |severity| files.iter().map(|(_, s)| s.count(severity)).sum::<usize>();
+    let report = Report {
+        error_count: count(Severity::Error),
+        files: files.iter().map(|(path, summary)| File { path, summary }).collect(),
+        warning_count: count(Severity::Warning),
+    };
+    serde_json::to_writer_pretty(out, &report).map_err(io::Error::from)
 }
 
 /// Whether XProf's trace viewer shows `plane` of `space` (xspace_and_xprof.md 7.1): planes named
@@ -154,9 +189,15 @@ fn plane_summary(space: &XSpace, plane: &XPlane) -> PlaneSummary {
 
 fn line_summary(plane: &XPlane, line: &XLine) -> LineSummary {
     let mut event_names: Vec<String> = Vec::new();
+    let mut previous = None;
     for e in &line.events {
         if event_names.len() == EVENT_NAME_SAMPLES {
             break;
+        }
+        // Runs of one metadata id (a line of millions of the same event) cost a compare each,
+        // not a name lookup and a String.
+        if previous.replace(e.metadata_id) == Some(e.metadata_id) {
+            continue;
         }
         let name = match plane.event_metadata.get(&e.metadata_id) {
             Some(m) if !m.display_name.is_empty() => m.display_name.clone(),
@@ -270,6 +311,45 @@ mod tests {
         assert_eq!(s.planes[0].lines.iter().map(|l| l.row).collect::<Vec<_>>(), [5, 5]);
         assert!(!s.is_valid());
         assert!(s.issues.iter().any(|i| i.severity == Severity::Error && i.message.contains("share XProf row 5")), "{:?}", s.issues);
+    }
+
+    #[test]
+    fn a_problem_on_every_event_is_one_finding_with_its_count() {
+        let mut p = XPlane { name: "/host:CPU".into(), ..XPlane::default() };
+        p.event_metadata.insert(1, XEventMetadata { id: 1, name: "ok".into(), ..XEventMetadata::default() });
+        let mut events: Vec<XEvent> = (0..100_000).map(|i| event(7, i, 5)).collect();
+        events[500] = event(1, 500, 5);
+        p.lines.push(XLine { id: 1, name: "busy".into(), events, ..XLine::default() });
+        p.lines.push(XLine { id: 2, name: "quiet".into(), events: vec![event(1, 0, -1)], ..XLine::default() });
+        let s = Summary::of(&XSpace { planes: vec![p], ..XSpace::default() });
+        let messages: Vec<(&str, usize)> = s.issues.iter().map(|i| (i.message.as_str(), i.count)).collect();
+        assert_eq!(
+            messages,
+            [
+                ("/host:CPU: 99,999 events on line \"busy\" reference event metadata that does not exist (first: missing metadata 7 on line \"busy\" at offset 0 ps)", 99_999),
+                ("/host:CPU/quiet: negative duration", 1),
+            ]
+        );
+        assert_eq!((s.count(Severity::Error), s.count(Severity::Warning)), (100_000, 0));
+        assert_eq!(s.planes[0].lines[0].event_names, ["<missing metadata 7>", "ok"]);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["issues"][0]["count"], 99_999);
+    }
+
+    #[test]
+    fn the_json_report_has_the_files_and_the_counts() {
+        let files = vec![("a.xplane.pb".to_owned(), Summary::of(&sample_space())), ("b.xplane.pb".to_owned(), Summary::of(&XSpace::default()))];
+        let mut bytes = Vec::new();
+        write_json_report(&files, &mut bytes).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!((v["error_count"].as_u64(), v["warning_count"].as_u64()), (Some(0), Some(1)));
+        assert_eq!(v["files"][1]["path"], "b.xplane.pb");
+        assert_eq!(v["files"][0]["planes"][0]["lines"][0]["depth"], 2);
+        assert_eq!(v["files"][0], {
+            let mut expected = serde_json::to_value(&files[0].1).unwrap();
+            expected["path"] = "a.xplane.pb".into();
+            expected
+        });
     }
 
     #[test]

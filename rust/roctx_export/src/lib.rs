@@ -13,7 +13,10 @@ ROCTX traces out of the process: XSpace for TensorBoard/XProf, Chrome/Perfetto J
   ROCTX row directly below its thread (XProf keys rows by the low 32 bits of
   `display_id`-or-`id`, and silently merges lines that share them).
 - [`logdir`] writes and finds `<logdir>/plugins/profile/<run>/<host>.xplane.pb`.
-- [`chrome`] converts any XSpace into Chrome trace-event JSON (`chrome://tracing`, Perfetto).
+- [`output`] is how every file is written: whole or not at all, replacing only regular files
+  ([`output::replace_regular`]) or never replacing anything ([`output::write_new`]).
+- [`chrome`] converts any XSpace into Chrome trace-event JSON (`chrome://tracing`, Perfetto),
+  streamed to a writer.
 - [`inspect`] summarizes an XSpace as XProf will draw it (rows, nesting, problems), for the CLI.
 
 # Example
@@ -39,6 +42,7 @@ pub mod chrome;
 pub mod inspect;
 pub mod logdir;
 mod model;
+pub mod output;
 pub mod xplane;
 pub mod xplane_proto;
 

@@ -1,5 +1,8 @@
 //! The TensorBoard log directory layout XProf reads:
 //! `<logdir>/plugins/profile/<run>/<host>.xplane.pb`, `<run>` a UTC `YYYY_MM_DD_hh_mm_ss`.
+//!
+//! Owns the layout: where a session's file goes ([`write`], which never replaces a file) and
+//! which files a path stands for ([`find_xspaces`]).
 
 use std::fs;
 use std::io;
@@ -8,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use prost::Message;
 
+use crate::output::{self, FileKind};
 use crate::xplane_proto::XSpace;
 
 /// `YYYY_MM_DD_hh_mm_ss` (UTC) for `time`, TensorBoard's run-name format.
@@ -33,26 +37,33 @@ pub fn safe_host(host: &str) -> String {
     if cleaned.is_empty() { "localhost".to_owned() } else { cleaned }
 }
 
-/// Writes `space` as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` (via a temporary file
-/// and a rename, so a reader never sees half a file) and returns the path.
+/// Writes `space` as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` and returns the path.
+/// `host` (made file-name-safe by [`safe_host`]) is the file's stem. The file is always new:
+/// when that name is taken (a second session in the same second, or anything else put there)
+/// it becomes `<host>-2.xplane.pb`, `<host>-3...` ([`output::write_new`]), so an earlier
+/// capture, or whatever a link there points to, is never overwritten. A reader never sees half a
+/// file, and a failed write leaves no temporary file.
 pub fn write(logdir: &Path, run: &str, host: &str, space: &XSpace) -> io::Result<PathBuf> {
     let dir = logdir.join("plugins").join("profile").join(run);
     fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{}.xplane.pb", safe_host(host)));
-    let tmp = dir.join(format!(".{}.xplane.pb.tmp", safe_host(host)));
-    fs::write(&tmp, space.encode_to_vec())?;
-    fs::rename(&tmp, &path)?;
-    Ok(path)
+    output::write_new(&dir, &safe_host(host), ".xplane.pb", &space.encode_to_vec())
 }
 
 /// The `.xplane.pb` files a path names: the file itself, or in a log directory the files of its
 /// newest run (runs sort by name, which is their time).
+/// A path that is neither (a FIFO, a device, ...) is an `InvalidInput` error naming what it is.
 pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
-    if path.is_file() {
-        return Ok(vec![path.to_owned()]);
-    }
-    if !path.is_dir() {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display())));
+    match fs::metadata(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display())));
+        }
+        Err(err) => return Err(err),
+        Ok(meta) if meta.is_file() => return Ok(vec![path.to_owned()]),
+        Ok(meta) if !meta.is_dir() => {
+            let kind = FileKind::of(&meta.file_type()).describe();
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a regular file ({kind})", path.display())));
+        }
+        Ok(_) => {}
     }
     let profile = path.join("plugins").join("profile");
     let run_root = if profile.is_dir() { profile } else { path.to_owned() };
@@ -98,5 +109,31 @@ mod tests {
         assert_eq!(find_xspaces(&new).unwrap(), vec![new]);
         assert!(find_xspaces(&dir.join("nope")).is_err());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_second_write_of_the_same_host_and_run_gets_a_new_name_and_keeps_the_first() {
+        let dir = std::env::temp_dir().join(format!("roctx_logdir_twice_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let one = XSpace { hostnames: vec!["one".into()], ..XSpace::default() };
+        let two = XSpace { hostnames: vec!["two".into()], ..XSpace::default() };
+        let first = write(&dir, "2030_01_01_00_00_00", "h", &one).unwrap();
+        let second = write(&dir, "2030_01_01_00_00_00", "h", &two).unwrap();
+        assert_eq!(first.file_name().unwrap(), "h.xplane.pb");
+        assert_eq!(second.file_name().unwrap(), "h-2.xplane.pb");
+        assert_eq!(XSpace::decode(fs::read(&first).unwrap().as_slice()).unwrap(), one);
+        assert_eq!(XSpace::decode(fs::read(&second).unwrap().as_slice()).unwrap(), two);
+        assert_eq!(find_xspaces(&dir).unwrap(), vec![second, first]);
+        let run = dir.join("plugins/profile/2030_01_01_00_00_00");
+        assert_eq!(fs::read_dir(&run).unwrap().count(), 2, "a temporary file was left behind");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_device_is_named_as_such_not_as_missing() {
+        let err = find_xspaces(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(err.to_string(), "/dev/zero is not a regular file (a character device)");
     }
 }

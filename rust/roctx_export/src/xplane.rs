@@ -3,6 +3,11 @@
 //! Owns the XSpace conventions (xspace_and_xprof.md 2-5): plane and line names, `nvtx_range`
 //! stats as `ref_value`s to a stat metadata named by the label, offsets in ps from the line's
 //! timestamp, events ordered by offset then longest first. Never touches the capture side.
+//!
+//! Inputs are untrusted (the CLI reads any file): ids, offsets and timestamps anywhere in the
+//! i64 range never overflow here (checked or saturating arithmetic), merging costs
+//! O(n log n) in lines, events and planes, and [`validate`] reports each kind of problem once
+//! per plane with a count, so its output grows with the distinct problems, not the events.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -48,7 +53,20 @@ const ABSOLUTE_NS: i64 = 100_000_000_000_000_000;
 
 /// Wall-clock ns of `trace`'s session start.
 fn wall_start(trace: &Trace) -> i64 {
-    (trace.start_ns as i64).saturating_add(trace.realtime_offset_ns)
+    ns(trace.start_ns).saturating_add(trace.realtime_offset_ns)
+}
+
+/// `ns` as i64, saturating: collector times past i64::MAX (only from a broken clock or a
+/// hand-built trace) clamp instead of turning negative.
+fn ns(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
+}
+
+/// `a - b` in ns as i64, saturating at the i64 limits.
+fn ns_between(a: u64, b: u64) -> i64 {
+    let d = i128::from(a) - i128::from(b);
+    // CAST: clamped into the i64 range first.
+    d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// Builds the transient `/host:ROCTX` plane: one line per thread, events named by label, each
@@ -96,15 +114,15 @@ pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
             name,
             display_name,
             timestamp_ns: line_ts,
-            duration_ps: (line_end.saturating_sub(trace.start_ns) as i64).saturating_mul(1000),
+            duration_ps: ns(line_end.saturating_sub(trace.start_ns)).saturating_mul(1000),
             events: events
                 .iter()
                 .map(|e| XEvent {
                     metadata_id: i64::from(e.label) + 1,
-                    data: Some(x_event::Data::OffsetPs((e.start_ns as i64 - trace.start_ns as i64).saturating_mul(1000))),
+                    data: Some(x_event::Data::OffsetPs(ns_between(e.start_ns, trace.start_ns).saturating_mul(1000))),
                     duration_ps: match e.kind {
                         EventKind::Mark => 0,
-                        _ => ((e.end_ns - e.start_ns) as i64).saturating_mul(1000),
+                        _ => ns(e.end_ns.saturating_sub(e.start_ns)).saturating_mul(1000),
                     },
                     stats: vec![XStat { metadata_id: nvtx_stat_id, value: Some(x_stat::Value::RefValue(u64::from(e.label) + 2)) }],
                 })
@@ -123,7 +141,7 @@ pub fn standalone_xspace(trace: &Trace) -> XSpace {
     host.name = HOST_PLANE.to_owned();
     host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
     assign_rows(&mut host);
-    let stop = wall_start(trace).saturating_add(trace.stop_ns.saturating_sub(trace.start_ns) as i64);
+    let stop = wall_start(trace).saturating_add(ns(trace.stop_ns.saturating_sub(trace.start_ns)));
     XSpace {
         planes: vec![host, task_env_plane(wall_start(trace), stop)],
         hostnames: vec![trace.hostname.clone()],
@@ -151,8 +169,8 @@ pub fn time_base(space: &XSpace) -> Option<i64> {
     let start = env.and_then(|p| {
         let id = p.stat_metadata.values().find(|m| m.name == PROFILE_START_TIME)?.id;
         match p.stats.iter().find(|s| s.metadata_id == id)?.value {
-            // CAST: wall-clock ns fit i64 until 2262.
-            Some(x_stat::Value::Uint64Value(v)) => Some(v as i64),
+            // Wall-clock ns fit i64 until 2262; a larger value is damage, clamped.
+            Some(x_stat::Value::Uint64Value(v)) => Some(ns(v)),
             Some(x_stat::Value::Int64Value(v)) => Some(v),
             _ => None,
         }
@@ -170,7 +188,7 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
     // Match the host's time base: its session start if it says (normalized, XLA's final
     // form), absolute wall clock if its lines are (before XLA's normalization), else ours.
     let base = time_base(&space).unwrap_or_else(|| {
-        let stop = wall_start(trace).saturating_add(trace.stop_ns.saturating_sub(trace.start_ns) as i64);
+        let stop = wall_start(trace).saturating_add(ns(trace.stop_ns.saturating_sub(trace.start_ns)));
         space.planes.push(task_env_plane(wall_start(trace), stop));
         wall_start(trace)
     });
@@ -189,6 +207,8 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
 /// them into a thread line with the same id.
 pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
     let mut out = XSpace::default();
+    let mut hostnames = HashSet::new();
+    let mut has_task_env = false;
     // Every input is moved onto the first known time base (their `profile_start_time`s, or the
     // absolute wall clock), and only the first Task Environment plane is kept.
     let bases: Vec<Option<i64>> = spaces.iter().map(time_base).collect();
@@ -199,9 +219,10 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
                 line.timestamp_ns = line.timestamp_ns.saturating_add(from.saturating_sub(to));
             }
         }
-        if out.planes.iter().any(|p| p.name == TASK_ENV_PLANE) {
+        if has_task_env {
             space.planes.retain(|p| p.name != TASK_ENV_PLANE);
         }
+        has_task_env |= space.planes.iter().any(|p| p.name == TASK_ENV_PLANE);
         for plane in &mut space.planes {
             if plane.name != HOST_PLANE || !plane.lines.iter().any(|l| roctx_line_tid(&l.name).is_some()) {
                 continue;
@@ -212,6 +233,7 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
             for mut line in roctx {
                 line.display_id = 0;
                 // Back to the thread id XLA's ROCm tracer would have given it.
+                // CAST: OS tids are < 2^32; a larger one from a damaged name wraps harmlessly.
                 line.id = roctx_line_tid(&line.name).unwrap_or_default() as i64;
                 marker.lines.push(line);
             }
@@ -221,7 +243,7 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
         out.errors.extend(space.errors);
         out.warnings.extend(space.warnings);
         for h in space.hostnames {
-            if !out.hostnames.contains(&h) {
+            if hostnames.insert(h.clone()) {
                 out.hostnames.push(h);
             }
         }
@@ -240,7 +262,8 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
 /// 4. planes with the same name merge into the first;
 /// 5. host lines sort by display name, else name (bytewise).
 ///
-/// Does nothing if there is no host or marker plane.
+/// Does nothing if there is no host or marker plane. A marker line left on a colliding id
+/// because no id was free (see [`change_occupied_line_ids`]) is counted in `space.warnings`.
 pub fn merge_host_planes(space: &mut XSpace) {
     let is_host = |p: &XPlane| HOST_PLANES.contains(&p.name.as_str());
     let has_marker = space.planes.iter().any(|p| p.name == NVTX_PLANE || p.name == ROCTX_PLANE);
@@ -249,27 +272,35 @@ pub fn merge_host_planes(space: &mut XSpace) {
     }
     let mut occupied: HashSet<i64> = space.planes.iter().filter(|p| is_host(p)).flat_map(|p| p.lines.iter().map(|l| l.id)).collect();
     let mut host = XPlane { name: HOST_PLANE.to_owned(), ..XPlane::default() };
+    let mut merge = Merge::new(&mut host);
     // Host planes merge in HOST_PLANES order, as XLA collects them.
     for name in HOST_PLANES {
         for p in space.planes.iter().filter(|p| p.name == name) {
-            merge_planes(p, &mut host);
+            merge.absorb(p, &mut host);
         }
     }
     space.planes.retain(|p| !is_host(p));
+    let mut stuck = 0;
     for (name, start) in [(NVTX_PLANE, NVTX_LINE_ID_START), (ROCTX_PLANE, ROCTX_LINE_ID_START)] {
         // Every plane of that name (a host may already hold one next to ours): each is remapped
-        // against what is occupied so far, then merged.
-        while let Some(pos) = space.planes.iter().position(|p| p.name == name) {
-            let mut marker = space.planes.remove(pos);
-            change_occupied_line_ids(&mut marker, &mut occupied, start);
-            merge_planes(&marker, &mut host);
+        // against what is occupied so far, then merged. Taken out in one pass, not one
+        // `Vec::remove` each.
+        let (markers, rest): (Vec<XPlane>, Vec<XPlane>) = std::mem::take(&mut space.planes).into_iter().partition(|p| p.name == name);
+        space.planes = rest;
+        for mut marker in markers {
+            stuck += change_occupied_line_ids(&mut marker, &mut occupied, start);
+            merge.absorb(&marker, &mut host);
         }
     }
+    merge.finish(&mut host);
     space.planes.push(host);
     merge_planes_with_same_names(space);
     if let Some(host) = space.planes.iter_mut().find(|p| p.name == HOST_PLANE) {
         host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
         assign_rows(host);
+    }
+    if stuck > 0 {
+        space.warnings.push(format!("roctx: {stuck} marker lines kept an id another line has: no free line id was left"));
     }
 }
 
@@ -278,96 +309,193 @@ fn sort_key(line: &XLine) -> &[u8] {
 }
 
 /// XLA's `ChangeOccupiedLineIds`: a line whose id is occupied moves to the next free id from
-/// `start`; others keep theirs; every final id becomes occupied.
-pub fn change_occupied_line_ids(plane: &mut XPlane, occupied: &mut HashSet<i64>, start: i64) {
-    let mut candidate = start;
+/// `start`; others keep theirs; every final id becomes occupied. Returns how many lines kept an
+/// occupied id because the ids from `start` up to i64::MAX were all taken (only possible with a
+/// `start` near i64::MAX): such a line stays on its id instead of wrapping to a negative one.
+pub fn change_occupied_line_ids(plane: &mut XPlane, occupied: &mut HashSet<i64>, start: i64) -> usize {
+    // `None` once the candidates ran past i64::MAX.
+    let mut candidate = Some(start);
+    let mut stuck = 0;
     for line in &mut plane.lines {
         if occupied.contains(&line.id) {
-            while occupied.contains(&candidate) {
-                candidate += 1;
+            // The candidate only moves up, so the whole remap is linear in lines.
+            while let Some(c) = candidate.filter(|c| occupied.contains(c)) {
+                candidate = c.checked_add(1);
             }
-            line.id = candidate;
-            candidate += 1;
+            match candidate {
+                Some(c) => {
+                    line.id = c;
+                    candidate = c.checked_add(1);
+                }
+                None => stuck += 1,
+            }
         }
         occupied.insert(line.id);
     }
+    stuck
 }
 
-/// XLA's `MergePlanesWithSameNames`: the first plane of each name absorbs the later ones.
+/// XLA's `MergePlanesWithSameNames`: the first plane of each name absorbs the later ones, in
+/// order. One pass with an index by name, so many planes cost O(n), not O(n²).
 pub fn merge_planes_with_same_names(space: &mut XSpace) {
-    let mut i = 0;
-    while i < space.planes.len() {
-        let mut j = i + 1;
-        while j < space.planes.len() {
-            if space.planes[j].name == space.planes[i].name {
-                let src = space.planes.remove(j);
-                merge_planes(&src, &mut space.planes[i]);
-            } else {
-                j += 1;
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let mut kept: Vec<XPlane> = Vec::new();
+    let mut merges: Vec<Option<Merge>> = Vec::new();
+    for plane in std::mem::take(&mut space.planes) {
+        match first.get(&plane.name) {
+            Some(&i) => {
+                let dst = &mut kept[i];
+                merges[i].get_or_insert_with(|| Merge::new(dst)).absorb(&plane, dst);
+            }
+            None => {
+                first.insert(plane.name.clone(), kept.len());
+                kept.push(plane);
+                merges.push(None);
             }
         }
-        i += 1;
     }
+    for (dst, merge) in kept.iter_mut().zip(merges) {
+        if let Some(merge) = merge {
+            merge.finish(dst);
+        }
+    }
+    space.planes = kept;
 }
 
 /// XLA's `MergePlanes(src, dst)`: empty dst lines go first; plane stats merge by name; each src
 /// line merges into the dst line with the same id (the earlier timestamp wins, offsets are
-/// shifted); event and stat metadata are re-resolved by name in dst.
+/// shifted); event and stat metadata are re-resolved by name in dst. O(src + dst) (plus the
+/// sort of the lines it adds events to), whatever the ids.
 pub fn merge_planes(src: &XPlane, dst: &mut XPlane) {
-    dst.lines.retain(|l| !l.events.is_empty());
-    let mut keys = MetadataKeys::new(dst);
-    let stats: Vec<XStat> = src.stats.iter().map(|s| keys.stat(src, s, dst)).collect();
-    for stat in stats {
-        match dst.stats.iter_mut().find(|d| d.metadata_id == stat.metadata_id) {
-            Some(existing) => *existing = stat,
-            None => dst.stats.push(stat),
+    let mut merge = Merge::new(dst);
+    merge.absorb(src, dst);
+    merge.finish(dst);
+}
+
+/// [`merge_planes`] of several sources into one destination, one after the other, with the
+/// indexes kept between them: dst lines by id, metadata by name, plane stats by metadata id.
+/// Without them each src line looked its dst line up in a linear scan (100 k lines: 28 s) and
+/// each metadata index was rebuilt per source.
+///
+/// Same result as a `merge_planes` call per source: XLA drops empty dst lines at the start of
+/// each call, so lines a source adds empty are dropped when the next one is absorbed (marked
+/// here, removed by [`Merge::finish`]); events are sorted once per touched line at the end,
+/// which a stable sort makes equal to sorting after each source.
+struct Merge {
+    /// Line id -> index in `dst.lines` of the live line with that id that a src line merges into.
+    lines: HashMap<i64, usize>,
+    /// Lines a source added empty; they die when the next source is absorbed, if still empty.
+    added_empty: Vec<usize>,
+    /// Lines to drop at the end.
+    dead: Vec<bool>,
+    /// Lines that got events, to sort at the end.
+    touched: Vec<bool>,
+    /// Plane stat metadata id -> index in `dst.stats`.
+    stats: HashMap<i64, usize>,
+    /// Metadata names and ids in dst.
+    keys: MetadataKeys,
+}
+
+impl Merge {
+    /// Drops dst's empty lines (XLA's `RemoveEmptyLines`) and indexes what is left.
+    fn new(dst: &mut XPlane) -> Merge {
+        dst.lines.retain(|l| !l.events.is_empty());
+        let mut lines = HashMap::with_capacity(dst.lines.len());
+        for (i, line) in dst.lines.iter().enumerate() {
+            // The first line of an id, as XLA's lookup finds it.
+            lines.entry(line.id).or_insert(i);
+        }
+        let mut stats = HashMap::new();
+        for (i, stat) in dst.stats.iter().enumerate() {
+            stats.entry(stat.metadata_id).or_insert(i);
+        }
+        let n = dst.lines.len();
+        Merge { lines, added_empty: Vec::new(), dead: vec![false; n], touched: vec![false; n], stats, keys: MetadataKeys::new(dst) }
+    }
+
+    /// Merges `src` into `dst` (the plane given to [`Merge::new`]).
+    fn absorb(&mut self, src: &XPlane, dst: &mut XPlane) {
+        for i in std::mem::take(&mut self.added_empty) {
+            if dst.lines[i].events.is_empty() {
+                self.dead[i] = true;
+                self.lines.remove(&dst.lines[i].id);
+            }
+        }
+        self.keys.start_source();
+        let stats: Vec<XStat> = src.stats.iter().map(|s| self.keys.stat(src, s, dst)).collect();
+        for stat in stats {
+            match self.stats.get(&stat.metadata_id) {
+                Some(&i) => dst.stats[i] = stat,
+                None => {
+                    self.stats.insert(stat.metadata_id, dst.stats.len());
+                    dst.stats.push(stat);
+                }
+            }
+        }
+        for line in &src.lines {
+            let events: Vec<XEvent> = line
+                .events
+                .iter()
+                .map(|e| XEvent {
+                    metadata_id: self.keys.event(src, e.metadata_id, dst),
+                    data: e.data,
+                    duration_ps: e.duration_ps,
+                    stats: e.stats.iter().map(|s| self.keys.stat(src, s, dst)).collect(),
+                })
+                .collect();
+            let pos = match self.lines.get(&line.id) {
+                Some(&pos) => pos,
+                None => {
+                    dst.lines.push(XLine { id: line.id, display_id: line.display_id, ..XLine::default() });
+                    self.dead.push(false);
+                    self.touched.push(false);
+                    let pos = dst.lines.len() - 1;
+                    self.lines.insert(line.id, pos);
+                    pos
+                }
+            };
+            let d = &mut dst.lines[pos];
+            if d.events.is_empty() {
+                d.timestamp_ns = line.timestamp_ns;
+                d.name = line.name.clone();
+                if d.display_name.is_empty() {
+                    d.display_name = line.display_name.clone();
+                }
+                d.duration_ps = line.duration_ps;
+                d.events = events;
+                if d.events.is_empty() {
+                    self.added_empty.push(pos);
+                }
+            } else {
+                let mut shift_src = 0;
+                if line.timestamp_ns < d.timestamp_ns {
+                    let delta = d.timestamp_ns.saturating_sub(line.timestamp_ns).saturating_mul(1000);
+                    for e in &mut d.events {
+                        shift(e, delta);
+                    }
+                    d.timestamp_ns = line.timestamp_ns;
+                } else {
+                    shift_src = line.timestamp_ns.saturating_sub(d.timestamp_ns).saturating_mul(1000);
+                }
+                for mut e in events {
+                    shift(&mut e, shift_src);
+                    d.events.push(e);
+                }
+                d.duration_ps = d.duration_ps.max(line.duration_ps.saturating_add(shift_src));
+            }
+            self.touched[pos] = true;
         }
     }
-    for line in &src.lines {
-        let events: Vec<XEvent> = line
-            .events
-            .iter()
-            .map(|e| XEvent {
-                metadata_id: keys.event(src, e.metadata_id, dst),
-                data: e.data,
-                duration_ps: e.duration_ps,
-                stats: e.stats.iter().map(|s| keys.stat(src, s, dst)).collect(),
-            })
-            .collect();
-        let pos = match dst.lines.iter().position(|l| l.id == line.id) {
-            Some(pos) => pos,
-            None => {
-                dst.lines.push(XLine { id: line.id, display_id: line.display_id, ..XLine::default() });
-                dst.lines.len() - 1
-            }
-        };
-        let d = &mut dst.lines[pos];
-        if d.events.is_empty() {
-            d.timestamp_ns = line.timestamp_ns;
-            d.name = line.name.clone();
-            if d.display_name.is_empty() {
-                d.display_name = line.display_name.clone();
-            }
-            d.duration_ps = line.duration_ps;
-            d.events = events;
-        } else {
-            let mut shift_src = 0;
-            if line.timestamp_ns < d.timestamp_ns {
-                let delta = d.timestamp_ns.saturating_sub(line.timestamp_ns).saturating_mul(1000);
-                for e in &mut d.events {
-                    shift(e, delta);
-                }
-                d.timestamp_ns = line.timestamp_ns;
-            } else {
-                shift_src = line.timestamp_ns.saturating_sub(d.timestamp_ns).saturating_mul(1000);
-            }
-            for mut e in events {
-                shift(&mut e, shift_src);
-                d.events.push(e);
-            }
-            d.duration_ps = d.duration_ps.max(line.duration_ps.saturating_add(shift_src));
+
+    /// Sorts the events of every line that got some, and drops the lines that died.
+    fn finish(self, dst: &mut XPlane) {
+        for (line, _) in dst.lines.iter_mut().zip(&self.touched).filter(|(_, &t)| t) {
+            line.events.sort_by_key(|e| (e.offset_ps(), std::cmp::Reverse(e.duration_ps)));
         }
-        d.events.sort_by_key(|e| (e.offset_ps(), std::cmp::Reverse(e.duration_ps)));
+        if self.dead.iter().any(|&d| d) {
+            let mut dead = self.dead.into_iter();
+            dst.lines.retain(|_| !dead.next().unwrap_or(false));
+        }
     }
 }
 
@@ -377,27 +505,76 @@ fn shift(e: &mut XEvent, delta_ps: i64) {
     }
 }
 
+/// The next metadata id to give out in a plane: one past the largest there, and once that
+/// would pass i64::MAX (a damaged or hostile file holds an id there), the smallest free
+/// positive ones, instead of overflowing into negative ids.
+struct IdSpace {
+    next: Option<i64>,
+    low: Option<i64>,
+}
+
+impl IdSpace {
+    fn new(max: Option<i64>) -> IdSpace {
+        IdSpace { next: max.unwrap_or(0).checked_add(1), low: Some(1) }
+    }
+
+    /// A free id (`taken` says which are used), or `None` when every positive id is used, which
+    /// takes 2^63 metadata entries and so never happens in memory.
+    fn take(&mut self, taken: impl Fn(i64) -> bool) -> Option<i64> {
+        if let Some(id) = self.next {
+            self.next = id.checked_add(1);
+            return Some(id);
+        }
+        // 0 is proto3's "unset", so the search starts at 1; it only moves up, so the whole
+        // search is linear in the ids in use.
+        while let Some(id) = self.low {
+            self.low = id.checked_add(1);
+            if !taken(id) {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
 /// Maps src metadata ids to dst ones by name, adding what dst lacks.
 struct MetadataKeys {
     events: HashMap<String, i64>,
     stats: HashMap<String, i64>,
-    // src id -> dst id, so each distinct metadata is resolved by name once, not per event.
+    // src id -> dst id for the current source, so each distinct metadata is resolved by name
+    // once, not per event.
     event_ids: HashMap<i64, i64>,
     stat_ids: HashMap<i64, i64>,
-    next_event: i64,
-    next_stat: i64,
+    next_event: IdSpace,
+    next_stat: IdSpace,
 }
 
 impl MetadataKeys {
     fn new(dst: &XPlane) -> MetadataKeys {
+        // A name held by several ids maps to the smallest, so the result does not depend on
+        // the map's iteration order.
+        let mut events: HashMap<String, i64> = HashMap::new();
+        for m in dst.event_metadata.values() {
+            events.entry(m.name.clone()).and_modify(|id| *id = (*id).min(m.id)).or_insert(m.id);
+        }
+        let mut stats: HashMap<String, i64> = HashMap::new();
+        for m in dst.stat_metadata.values() {
+            stats.entry(m.name.clone()).and_modify(|id| *id = (*id).min(m.id)).or_insert(m.id);
+        }
         MetadataKeys {
-            events: dst.event_metadata.values().map(|m| (m.name.clone(), m.id)).collect(),
-            stats: dst.stat_metadata.values().map(|m| (m.name.clone(), m.id)).collect(),
+            events,
+            stats,
             event_ids: HashMap::new(),
             stat_ids: HashMap::new(),
-            next_event: dst.event_metadata.keys().copied().max().unwrap_or(0) + 1,
-            next_stat: dst.stat_metadata.keys().copied().max().unwrap_or(0) + 1,
+            next_event: IdSpace::new(dst.event_metadata.keys().copied().max()),
+            next_stat: IdSpace::new(dst.stat_metadata.keys().copied().max()),
         }
+    }
+
+    /// Forgets the previous source's ids.
+    fn start_source(&mut self) {
+        self.event_ids.clear();
+        self.stat_ids.clear();
     }
 
     fn event(&mut self, src: &XPlane, id: i64, dst: &mut XPlane) -> i64 {
@@ -414,8 +591,8 @@ impl MetadataKeys {
         if let Some(&found) = self.events.get(&meta.name) {
             return found;
         }
-        let new_id = self.next_event;
-        self.next_event += 1;
+        // Unreachable in practice (see IdSpace::take); the id is then kept as it is.
+        let Some(new_id) = self.next_event.take(|i| dst.event_metadata.contains_key(&i)) else { return id };
         let mut copy = meta.clone();
         copy.id = new_id;
         copy.stats = meta.stats.iter().map(|s| self.stat(src, s, dst)).collect();
@@ -438,8 +615,8 @@ impl MetadataKeys {
         if let Some(&found) = self.stats.get(&meta.name) {
             return found;
         }
-        let new_id = self.next_stat;
-        self.next_stat += 1;
+        // Unreachable in practice (see IdSpace::take); the id is then kept as it is.
+        let Some(new_id) = self.next_stat.take(|i| dst.stat_metadata.contains_key(&i)) else { return id };
         dst.stat_metadata.insert(new_id, XStatMetadata { id: new_id, ..meta.clone() });
         self.stats.insert(meta.name.clone(), new_id);
         new_id
@@ -448,7 +625,8 @@ impl MetadataKeys {
     fn stat(&mut self, src: &XPlane, stat: &XStat, dst: &mut XPlane) -> XStat {
         let value = match &stat.value {
             // A ref names a stat metadata: re-key it too.
-            // CAST: metadata ids are non-negative.
+            // CAST: u64 -> i64 -> u64 round-trips every value; a ref past i64::MAX names no
+            // metadata and comes back unchanged.
             Some(x_stat::Value::RefValue(r)) => Some(x_stat::Value::RefValue(self.stat_id(src, *r as i64, dst) as u64)),
             other => other.clone(),
         };
@@ -461,40 +639,60 @@ impl MetadataKeys {
 /// and orders rows by that key. So we order the host plane's lines with each
 /// `Host Threads/<tid>/ROCTX` line directly after its thread's line, and number rows 1..n in
 /// that order through `display_id` (line `id`s, which other tools read, are left as merged).
-/// A thread's line is the one whose id is the tid, or whose name is `Host Threads/<tid>` or
-/// ends in `/<tid>`.
+/// A thread's line is the last line (other than a ROCTX line) whose id is the tid, or whose
+/// name is `Host Threads/<tid>` or ends in `/<tid>`; a thread's ROCTX lines keep their order.
+/// ROCTX lines without a thread line go between the thread groups by name, as they would sort
+/// (the lines are expected sorted by name, as [`merge_host_planes`] leaves them), never between
+/// a thread and its ROCTX lines.
+///
+/// O(n log n): each ROCTX line finds its thread through indexes by id and by name suffix.
 pub fn assign_rows(plane: &mut XPlane) {
     let lines = std::mem::take(&mut plane.lines);
-    let (roctx, mut ordered): (Vec<XLine>, Vec<XLine>) = lines.into_iter().partition(|l| roctx_line_tid(&l.name).is_some());
+    let (roctx, threads): (Vec<XLine>, Vec<XLine>) = lines.into_iter().partition(|l| roctx_line_tid(&l.name).is_some());
+    // The last thread line by id, and by the number after the name's last '/'.
+    let mut by_id: HashMap<i64, usize> = HashMap::new();
+    let mut by_suffix: HashMap<u64, usize> = HashMap::new();
+    for (i, line) in threads.iter().enumerate() {
+        by_id.insert(line.id, i);
+        if let Some(tid) = name_tid(&line.name) {
+            by_suffix.insert(tid, i);
+        }
+    }
+    let mut under: Vec<Vec<XLine>> = (0..threads.len()).map(|_| Vec::new()).collect();
     let mut unplaced = Vec::new();
     for line in roctx {
         let tid = roctx_line_tid(&line.name).unwrap_or_default();
-        let suffix = format!("/{tid}");
-        let thread_pos = ordered.iter().rposition(|l| {
-            roctx_line_tid(&l.name).is_none()
-                && (l.id == tid as i64 || l.name == format!("Host Threads/{tid}") || l.name.ends_with(&suffix))
-        });
-        match thread_pos {
-            Some(pos) => {
-                // After the thread and after any ROCTX lines already placed under it.
-                let mut at = pos + 1;
-                while at < ordered.len() && roctx_line_tid(&ordered[at].name) == Some(tid) {
-                    at += 1;
-                }
-                ordered.insert(at, line);
-            }
+        // CAST: the id XLA's ROCm tracer gives a thread's line is its tid; the wrap of a tid past
+        // i64::MAX (a damaged name) matches what such a line's id would be.
+        let thread = by_id.get(&(tid as i64)).copied().max(by_suffix.get(&tid).copied());
+        match thread {
+            Some(i) => under[i].push(line),
             None => unplaced.push(line),
         }
     }
-    for line in unplaced {
-        let key = sort_key(&line).to_vec();
-        let at = ordered.partition_point(|l| sort_key(l) <= key.as_slice());
-        ordered.insert(at, line);
+    unplaced.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
+    let mut unplaced = unplaced.into_iter().peekable();
+    let mut ordered = Vec::with_capacity(threads.len() + under.iter().map(Vec::len).sum::<usize>() + unplaced.len());
+    for (thread, roctx) in threads.into_iter().zip(under) {
+        while let Some(line) = unplaced.next_if(|l| sort_key(l) < sort_key(&thread)) {
+            ordered.push(line);
+        }
+        ordered.push(thread);
+        ordered.extend(roctx);
     }
+    ordered.extend(unplaced);
     for (row, line) in ordered.iter_mut().enumerate() {
         line.display_id = row as i64 + 1;
     }
     plane.lines = ordered;
+}
+
+/// The tid a thread line's name ends in: the decimal number after its last `/`, as
+/// `format!("/{tid}")` writes it (no sign, no leading zero).
+fn name_tid(name: &str) -> Option<u64> {
+    let (_, digits) = name.rsplit_once('/')?;
+    let canonical = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
 }
 
 /// XProf's row key for a line: the low 32 bits of `display_id`, or of `id` when that is 0.
@@ -503,59 +701,157 @@ pub fn row_key(line: &XLine) -> u32 {
     id as u32 // CAST: truncation is exactly what XProf does
 }
 
-/// One problem found by [`validate`].
+/// One problem found by [`validate`]: one kind of problem in one plane, however often it occurs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
     /// `true` for what makes XProf show wrong data; `false` for structural warnings.
     pub error: bool,
-    /// What and where.
+    /// What and where; when it occurs more than once, how often and where it occurs first.
     pub message: String,
+    /// How many times it occurs (events, stats, lines or planes, as the message says).
+    pub count: usize,
 }
 
-/// Checks the invariants of xspace_and_xprof.md section 12 that matter for our output.
+/// What [`validate`] checks on lines and events, each summarized once per plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Problem {
+    DuplicateLineId,
+    RowCollision,
+    MissingEventMetadata,
+    NegativeDuration,
+    MissingStatMetadata,
+    DanglingRef,
+}
+
+/// One [`Problem`] in one plane: its count, on how many lines, and the words for its first
+/// occurrence (made once, so a problem on every event costs a counter, not a string each).
+#[derive(Debug)]
+struct Tally {
+    problem: Problem,
+    count: usize,
+    lines: usize,
+    last_line: usize,
+    first_line: String,
+    /// The message when it occurs once.
+    single: String,
+    /// The first occurrence, for the message when it occurs more than once.
+    first: String,
+}
+
+/// The [`Tally`]s of one plane, in order of first occurrence.
+#[derive(Debug, Default)]
+struct Tallies(Vec<Tally>);
+
+impl Tallies {
+    /// Counts one occurrence of `problem` on line number `line`; `words` (the single message
+    /// and the first-occurrence detail) is only called for the first.
+    fn add(&mut self, problem: Problem, line: usize, line_name: &str, words: impl FnOnce() -> (String, String)) {
+        if let Some(t) = self.0.iter_mut().find(|t| t.problem == problem) {
+            t.count += 1;
+            if t.last_line != line {
+                t.lines += 1;
+                t.last_line = line;
+            }
+            return;
+        }
+        let (single, first) = words();
+        self.0.push(Tally { problem, count: 1, lines: 1, last_line: line, first_line: line_name.to_owned(), single, first });
+    }
+
+    fn into_issues(self, plane: &str, issues: &mut Vec<Issue>) {
+        for t in self.0 {
+            let message = if t.count == 1 { t.single } else { summary(plane, &t) };
+            issues.push(Issue { error: true, message, count: t.count });
+        }
+    }
+}
+
+/// "<plane>: 4,999,999 events on line "X" reference event metadata that does not exist
+/// (first: ...)".
+fn summary(plane: &str, t: &Tally) -> String {
+    let n = thousands(t.count);
+    let on = if t.lines == 1 { format!("on line {:?}", t.first_line) } else { format!("on {} lines", thousands(t.lines)) };
+    let what = match t.problem {
+        Problem::DuplicateLineId => format!("{n} lines reuse the id of an earlier line"),
+        Problem::RowCollision => format!("{n} lines share an XProf row with an earlier line and would be drawn as one"),
+        Problem::MissingEventMetadata => format!("{n} events {on} reference event metadata that does not exist"),
+        Problem::NegativeDuration => format!("{n} events {on} have a negative duration"),
+        Problem::MissingStatMetadata => format!("{n} stats {on} reference stat metadata that does not exist"),
+        Problem::DanglingRef => format!("{n} ref_value stats {on} name stat metadata that does not exist"),
+    };
+    format!("{plane}: {what} (first: {})", t.first)
+}
+
+/// `n` with thousands separators: 4,999,999.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Checks the invariants of xspace_and_xprof.md section 12 that matter for our output. Each
+/// kind of line or event problem is reported once per plane, with its count and its first
+/// occurrence, so the report grows with the planes and kinds of problems, not with the events.
 pub fn validate(space: &XSpace) -> Vec<Issue> {
     let mut issues = Vec::new();
-    let mut err = |error: bool, message: String| issues.push(Issue { error, message });
     let mut names = HashSet::new();
     for plane in &space.planes {
         if !names.insert(plane.name.as_str()) {
-            err(true, format!("duplicate plane name {:?}", plane.name));
+            issues.push(Issue { error: true, message: format!("duplicate plane name {:?}", plane.name), count: 1 });
         }
         let rendered = plane.name.starts_with(HOST_PLANE) || plane.name.starts_with("/device:GPU:") || plane.name.starts_with("/device:CUSTOM:");
         if !rendered && !plane.lines.iter().all(|l| l.events.is_empty()) {
-            err(false, format!("plane {:?} has events but XProf does not render it", plane.name));
+            issues.push(Issue { error: false, message: format!("plane {:?} has events but XProf does not render it", plane.name), count: 1 });
         }
+        let p = &plane.name;
+        let mut tallies = Tallies::default();
         let mut ids = HashSet::new();
         let mut rows: HashMap<u32, &str> = HashMap::new();
-        for line in &plane.lines {
+        for (n, line) in plane.lines.iter().enumerate() {
+            let l = &line.name;
             if !ids.insert(line.id) {
-                err(true, format!("{}: duplicate line id {}", plane.name, line.id));
+                tallies.add(Problem::DuplicateLineId, n, l, || (format!("{p}: duplicate line id {}", line.id), format!("line {l:?} has id {}", line.id)));
             }
             if line.events.is_empty() {
                 continue;
             }
-            if let Some(other) = rows.insert(row_key(line), &line.name) {
-                err(true, format!("{}: lines {:?} and {:?} share XProf row {} and would be drawn as one", plane.name, other, line.name, row_key(line)));
+            if let Some(other) = rows.insert(row_key(line), l) {
+                let row = row_key(line);
+                tallies.add(Problem::RowCollision, n, l, || {
+                    let pair = format!("lines {other:?} and {l:?} share XProf row {row}");
+                    (format!("{p}: {pair} and would be drawn as one"), pair)
+                });
             }
             for e in &line.events {
+                let at = || format!("on line {l:?} at offset {} ps", e.offset_ps());
                 if !plane.event_metadata.contains_key(&e.metadata_id) {
-                    err(true, format!("{}/{}: event with missing metadata {}", plane.name, line.name, e.metadata_id));
+                    let id = e.metadata_id;
+                    tallies.add(Problem::MissingEventMetadata, n, l, || (format!("{p}/{l}: event with missing metadata {id}"), format!("missing metadata {id} {}", at())));
                 }
                 if e.duration_ps < 0 {
-                    err(true, format!("{}/{}: negative duration", plane.name, line.name));
+                    let d = e.duration_ps;
+                    tallies.add(Problem::NegativeDuration, n, l, || (format!("{p}/{l}: negative duration"), format!("duration {d} ps {}", at())));
                 }
                 for s in &e.stats {
                     if !plane.stat_metadata.contains_key(&s.metadata_id) {
-                        err(true, format!("{}/{}: stat with missing metadata {}", plane.name, line.name, s.metadata_id));
+                        let id = s.metadata_id;
+                        tallies.add(Problem::MissingStatMetadata, n, l, || (format!("{p}/{l}: stat with missing metadata {id}"), format!("missing metadata {id} {}", at())));
                     }
                     if let Some(x_stat::Value::RefValue(r)) = &s.value {
-                        if !plane.stat_metadata.contains_key(&(*r as i64)) {
-                            err(true, format!("{}/{}: dangling ref_value {r}", plane.name, line.name));
+                        if !i64::try_from(*r).is_ok_and(|r| plane.stat_metadata.contains_key(&r)) {
+                            tallies.add(Problem::DanglingRef, n, l, || (format!("{p}/{l}: dangling ref_value {r}"), format!("dangling ref_value {r} {}", at())));
                         }
                     }
                 }
             }
         }
+        tallies.into_issues(p, &mut issues);
     }
     issues
 }

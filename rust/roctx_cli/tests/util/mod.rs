@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use prost::Message;
 use roctx_export::xplane_proto::{x_event, XEvent, XEventMetadata, XLine, XPlane, XSpace};
@@ -43,6 +44,30 @@ impl Dir {
         self.write(rel, &space.encode_to_vec())
     }
 
+    /// Every name in the directory (not below it), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(&self.root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    /// Makes a FIFO at `rel`.
+    pub fn mkfifo(&self, rel: &str) -> PathBuf {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        assert!(Command::new("mkfifo").arg(&path).status().expect("mkfifo").success());
+        path
+    }
+
+    /// A character device to point `-o` at: a copy of /dev/null's node in this directory when
+    /// we may make one (root), so that a regression replaces the copy and not the system's
+    /// /dev/null; else /dev/null itself, which a non-root process cannot replace anyway.
+    pub fn char_device(&self) -> PathBuf {
+        let path = self.path("null");
+        let made = Command::new("mknod").arg(&path).args(["c", "1", "3"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        if made { path } else { PathBuf::from("/dev/null") }
+    }
+
     /// A `roctx` command running in this directory.
     pub fn command(&self) -> TestCommand {
         TestCommand { dir: self.root.clone(), args: Vec::new() }
@@ -78,7 +103,37 @@ impl TestCommand {
 
     /// Runs to completion.
     pub fn run(&self) -> Run {
-        let out = self.process().output().expect("run roctx");
+        self.finish(self.process().output().expect("run roctx"))
+    }
+
+    /// Runs under `sh -c '<setup>; exec roctx <args>'`, for limits only a shell sets
+    /// (`ulimit -f`, ignored signals).
+    pub fn run_after(&self, setup: &str) -> Run {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!("{setup}; exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_roctx"));
+        cmd.args(&self.args).current_dir(&self.dir).stdin(Stdio::null());
+        self.finish(cmd.output().expect("run sh"))
+    }
+
+    /// Runs, and fails the test if it has not finished within `limit` (killing it) or its
+    /// exit code is not `code`: for what used to hang. Its output must fit a pipe buffer.
+    pub fn expect_within(&self, limit: Duration, code: i32) -> Run {
+        let mut child = self.process().stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run roctx");
+        let start = Instant::now();
+        while child.try_wait().expect("wait for roctx").is_none() {
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("roctx {} did not finish within {limit:?}", self.args.join(" "));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let run = self.finish(child.wait_with_output().expect("wait for roctx"));
+        assert_eq!(run.code, code, "roctx {}\n--- stdout\n{}\n--- stderr\n{}", run.args, run.stdout, run.stderr);
+        run
+    }
+
+    fn finish(&self, out: std::process::Output) -> Run {
         Run {
             args: self.args.join(" "),
             code: out.status.code().expect("roctx killed by a signal"),
@@ -166,6 +221,42 @@ pub fn xla_space() -> XSpace {
         hostnames: vec!["host0".to_owned()],
         ..XSpace::default()
     }
+}
+
+/// A valid XSpace of `events` tiny events on one `/host:CPU` line, the worst case for memory and
+/// for per-event output: all but every 1000th are empty `XEvent`s (2 bytes on the wire; metadata
+/// id 0, which no metadata has, so validation finds a problem on each), every 1000th is a real
+/// 1 us event of metadata 1. 5 M events make a 10 MB file.
+pub fn many_events(events: usize) -> XSpace {
+    let mut p = XPlane { name: "/host:CPU".to_owned(), ..XPlane::default() };
+    p.event_metadata.insert(1, XEventMetadata { id: 1, name: "real".to_owned(), ..XEventMetadata::default() });
+    let event = |i: usize| match i % 1000 {
+        0 => XEvent { metadata_id: 1, data: Some(x_event::Data::OffsetPs(i as i64 * 1000)), duration_ps: 1_000_000, stats: vec![] },
+        _ => XEvent::default(),
+    };
+    p.lines.push(XLine { id: 1, name: "Host Threads/1".to_owned(), timestamp_ns: 1_000, events: (0..events).map(event).collect(), ..XLine::default() });
+    XSpace { planes: vec![p], hostnames: vec!["big".to_owned()], ..XSpace::default() }
+}
+
+/// `lines` unnamed lines with one 1 ns event each on `/host:CPU` (ids 1..=lines, 13 bytes a
+/// line): what `merge` spent 28 s on at 100 k lines (1.3 MB) when it was quadratic.
+pub fn many_lines(lines: usize) -> XSpace {
+    let mut p = XPlane { name: "/host:CPU".to_owned(), ..XPlane::default() };
+    p.event_metadata.insert(1, XEventMetadata { id: 1, name: "work".to_owned(), ..XEventMetadata::default() });
+    let event = XEvent { metadata_id: 1, data: None, duration_ps: 1000, stats: vec![] };
+    p.lines = (1..=lines as i64).map(|id| XLine { id, events: vec![event.clone()], ..XLine::default() }).collect();
+    XSpace { planes: vec![p], ..XSpace::default() }
+}
+
+/// `threads` named thread lines on `/host:CPU` and a `/host:ROCTX` plane with a line for every
+/// other thread, which must each land right below their thread (the row placement was
+/// quadratic too).
+pub fn many_threads(threads: usize) -> XSpace {
+    let host: Vec<(i64, String, usize)> = (1..=threads as i64).map(|i| (i, format!("Host Threads/{i}"), 1)).collect();
+    let host: Vec<(i64, &str, usize)> = host.iter().map(|(i, n, c)| (*i, n.as_str(), *c)).collect();
+    let roctx: Vec<(i64, String, usize)> = (1..=threads as i64).step_by(2).map(|i| (i, xplane::roctx_line_name(i as u64), 1)).collect();
+    let roctx: Vec<(i64, &str, usize)> = roctx.iter().map(|(i, n, c)| (*i, n.as_str(), *c)).collect();
+    XSpace { planes: vec![plane("/host:CPU", "work", &host), plane(xplane::ROCTX_PLANE, "range", &roctx)], ..XSpace::default() }
 }
 
 /// Path as a `&str`, for argument lists.

@@ -260,3 +260,146 @@ fn merging_into_a_space_that_already_has_a_roctx_plane_keeps_both() {
     assert!(!merged.planes.iter().any(|p| p.name == ROCTX_PLANE));
     assert!(validate(&merged).iter().all(|i| !i.error), "{:?}", validate(&merged));
 }
+
+/// `n` one-event lines `Host Threads/<i>` with ids 1..=n, all naming one event metadata.
+fn many_lines(name: &str, n: i64) -> XPlane {
+    plane(name, (1..=n).map(|i| line(i, &format!("Host Threads/{i}"), 1)).collect())
+}
+
+// Was quadratic: each src line looked its dst line up with a linear scan (100 k lines: 28 s in
+// release), and each ROCTX line its thread. Now indexed; this runs in well under a second.
+#[test]
+fn merging_100k_lines_keeps_every_line_and_gives_each_its_own_row() {
+    let n = 100_000;
+    let mut roctx = plane(ROCTX_PLANE, (1..=n).step_by(2).map(|i| line(i, &roctx_line_name(i as u64), 2)).collect());
+    roctx.lines.push(line(n + 1, &roctx_line_name(n as u64 + 1), 1)); // no thread line
+    let merged = merge_spaces(vec![XSpace { planes: vec![many_lines(HOST_PLANE, n), roctx], ..XSpace::default() }]);
+    let host = merged.planes.iter().find(|p| p.name == HOST_PLANE).unwrap();
+    assert_eq!(host.lines.len() as i64, n + n / 2 + 1);
+    let rows: HashSet<u32> = host.lines.iter().map(row_key).collect();
+    assert_eq!(rows.len(), host.lines.len(), "row collision");
+    let row_of = |name: &str| row_key(host.lines.iter().find(|l| l.name == name).unwrap());
+    assert_eq!(row_of("Host Threads/99999/ROCTX"), row_of("Host Threads/99999") + 1);
+    assert_eq!(row_of("Host Threads/1/ROCTX"), row_of("Host Threads/1") + 1);
+    // Colliding ROCTX lines moved into the ROCTX id range, in order.
+    let moved = host.lines.iter().find(|l| l.name == "Host Threads/3/ROCTX").unwrap();
+    assert_eq!(moved.id, ROCTX_LINE_ID_START + 1);
+    assert_eq!(moved.events.len(), 2);
+    assert!(validate(&merged).iter().all(|i| !i.error), "{:?}", validate(&merged));
+}
+
+#[test]
+fn merging_100k_planes_of_one_name_keeps_every_line() {
+    let n = 100_000;
+    let planes: Vec<XPlane> = (1..=n).map(|i| plane("/device:GPU:0", vec![line(i % 1000, &format!("Stream #{}", i % 1000), 1)])).collect();
+    let mut space = XSpace { planes, ..XSpace::default() };
+    merge_planes_with_same_names(&mut space);
+    assert_eq!(space.planes.len(), 1);
+    let gpu = &space.planes[0];
+    assert_eq!(gpu.lines.len(), 1000);
+    assert!(gpu.lines.iter().all(|l| l.events.len() == 100));
+    assert_eq!(gpu.event_metadata.len(), 1);
+    // A merged line's events are sorted by offset.
+    assert!(gpu.lines[0].events.windows(2).all(|w| w[0].offset_ps() <= w[1].offset_ps()));
+}
+
+// XLA drops empty destination lines at the start of each MergePlanes call: an empty line a
+// source brings stays after the last source, and goes when another source follows.
+#[test]
+fn merging_several_sources_drops_empty_lines_as_one_call_per_source_would() {
+    let empty = |id| XLine { id, name: format!("empty {id}"), ..XLine::default() };
+    let mut two = XSpace { planes: vec![plane("p", vec![line(1, "a", 1)]), plane("p", vec![empty(5)])], ..XSpace::default() };
+    merge_planes_with_same_names(&mut two);
+    assert_eq!(two.planes[0].lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 5]);
+    let mut three = XSpace { planes: vec![plane("p", vec![line(1, "a", 1)]), plane("p", vec![empty(5)]), plane("p", vec![line(2, "b", 1)])], ..XSpace::default() };
+    merge_planes_with_same_names(&mut three);
+    assert_eq!(three.planes[0].lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2]);
+    // An empty line filled by a later line of the same source is kept, with its events.
+    let mut refill = XSpace { planes: vec![plane("p", vec![line(1, "a", 1)]), plane("p", vec![empty(5), line(5, "five", 2)]), plane("p", vec![])], ..XSpace::default() };
+    merge_planes_with_same_names(&mut refill);
+    let five = refill.planes[0].lines.iter().find(|l| l.id == 5).unwrap();
+    assert_eq!((five.name.as_str(), five.events.len()), ("five", 2));
+}
+
+// Used to compute the next metadata id as max + 1: a panic in debug builds and an id wrapped
+// to i64::MIN in release when the plane merged into holds metadata id i64::MAX (the first of
+// two planes with one name, as `roctx merge` of two files with a GPU plane each does).
+#[test]
+fn metadata_ids_at_i64_max_do_not_overflow_when_planes_merge() {
+    let mut first = plane("/device:GPU:0", vec![line(1, "Stream #1", 1)]);
+    first.event_metadata.clear();
+    first.event_metadata.insert(i64::MAX, XEventMetadata { id: i64::MAX, name: "at max".into(), ..XEventMetadata::default() });
+    first.lines[0].events[0].metadata_id = i64::MAX;
+    first.stat_metadata.insert(i64::MAX, XStatMetadata { id: i64::MAX, name: "stat at max".into(), description: String::new() });
+    first.stat_metadata.insert(1, XStatMetadata { id: 1, name: "taken".into(), description: String::new() });
+    let mut second = plane("/device:GPU:0", vec![line(i64::MAX, "Stream max", 1), line(7, "Stream #7", 1)]);
+    second.stat_metadata.insert(3, XStatMetadata { id: 3, name: "new stat".into(), description: String::new() });
+    second.stat_metadata.insert(4, XStatMetadata { id: 4, name: "ref target".into(), description: String::new() });
+    second.lines[1].events[0].stats.push(XStat { metadata_id: 3, value: Some(x_stat::Value::RefValue(4)) });
+    let merged = merge_spaces(vec![XSpace { planes: vec![first], ..XSpace::default() }, XSpace { planes: vec![second], ..XSpace::default() }]);
+    let gpu = &merged.planes[0];
+    // New metadata took the smallest free positive ids, not i64::MIN.
+    assert_eq!(gpu.event_metadata.keys().copied().collect::<BTreeSet<_>>(), BTreeSet::from([1, i64::MAX]));
+    assert_eq!(gpu.stat_metadata.keys().copied().collect::<BTreeSet<_>>(), BTreeSet::from([1, 2, 3, i64::MAX]));
+    let name_of = |e: &XEvent| gpu.event_metadata[&e.metadata_id].name.as_str();
+    let line_named = |name: &str| gpu.lines.iter().find(|l| l.name == name).unwrap();
+    assert_eq!(name_of(&line_named("Stream #1").events[0]), "at max");
+    assert_eq!(name_of(&line_named("Stream max").events[0]), "ev_/device:GPU:0");
+    let stat = &line_named("Stream #7").events[0].stats[0];
+    assert_eq!(gpu.stat_metadata[&stat.metadata_id].name, "new stat");
+    let Some(x_stat::Value::RefValue(r)) = stat.value else { panic!("not a ref") };
+    assert_eq!(gpu.stat_metadata[&(r as i64)].name, "ref target");
+    assert!(validate(&merged).iter().all(|i| !i.error), "{:?}", validate(&merged));
+}
+
+// The candidate id used to be incremented unchecked: a panic (debug) or a wrap to i64::MIN
+// (release) once it passed i64::MAX.
+#[test]
+fn line_id_remapping_that_runs_out_of_ids_keeps_the_line_and_counts_it() {
+    let mut marker = plane(ROCTX_PLANE, vec![line(1, "a", 1), line(2, "b", 1), line(3, "c", 1)]);
+    let mut occupied = HashSet::from([1, 2, i64::MAX - 1]);
+    let stuck = change_occupied_line_ids(&mut marker, &mut occupied, i64::MAX - 1);
+    assert_eq!(marker.lines.iter().map(|l| l.id).collect::<Vec<_>>(), [i64::MAX, 2, 3]);
+    assert_eq!(stuck, 1);
+}
+
+#[test]
+fn trace_times_past_i64_max_saturate_instead_of_overflowing() {
+    let mut t = Trace::new("h", 1 << 63, u64::MAX);
+    t.realtime_offset_ns = i64::MAX;
+    let a = t.label("a");
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 0, end_ns: u64::MAX, label: a, depth: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: u64::MAX, end_ns: u64::MAX, label: a, depth: 0 });
+    let space = standalone_xspace(&t);
+    let events = &space.planes[0].lines[0].events;
+    assert_eq!((events[0].offset_ps(), events[0].duration_ps), (i64::MIN, i64::MAX));
+    assert_eq!((events[1].offset_ps(), events[1].duration_ps), (i64::MAX, 0));
+}
+
+#[test]
+fn validate_counts_a_repeated_problem_once_per_plane() {
+    let mut p = plane(HOST_PLANE, (1..=3).map(|i| line(i, &format!("t{i}"), 1000)).collect());
+    for l in &mut p.lines {
+        for e in &mut l.events {
+            e.metadata_id = 9;
+            e.stats.push(XStat { metadata_id: 1, value: Some(x_stat::Value::RefValue(u64::MAX)) });
+        }
+    }
+    p.stat_metadata.insert(1, XStatMetadata { id: 1, name: "s".into(), description: String::new() });
+    p.lines.push(line(1, "dup", 1));
+    let issues = validate(&XSpace { planes: vec![p], ..XSpace::default() });
+    let text: Vec<(&str, usize)> = issues.iter().map(|i| (i.message.as_str(), i.count)).collect();
+    assert_eq!(
+        text,
+        [
+            ("/host:CPU: 3,000 events on 3 lines reference event metadata that does not exist (first: missing metadata 9 on line \"t1\" at offset 0 ps)", 3000),
+            ("/host:CPU: 3,000 ref_value stats on 3 lines name stat metadata that does not exist (first: dangling ref_value 18446744073709551615 on line \"t1\" at offset 0 ps)", 3000),
+            ("/host:CPU: duplicate line id 1", 1),
+            ("/host:CPU: lines \"t1\" and \"dup\" share XProf row 1 and would be drawn as one", 1),
+        ]
+    );
+    assert_eq!(thousands(0), "0");
+    assert_eq!(thousands(999), "999");
+    assert_eq!(thousands(1000), "1,000");
+    assert_eq!(thousands(4_999_999), "4,999,999");
+}
