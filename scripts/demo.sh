@@ -61,7 +61,7 @@ cat <<'EOF'
 ==================================================================================
 Now the same binary again, with ROCTX_UTILS_XSPACE_OUT=$PWD/roctx_logs: the backend captures
 its own ROCTX ranges in-process (no ROCm or rocprofiler needed) and, at exit, writes
-  roctx_logs/plugins/profile/<run>/<host>.xplane.pb
+  roctx_logs/plugins/profile/<run>/<host>_pid<pid>.xplane.pb
 the TensorBoard log directory layout XProf reads. Each executor thread gets a row
 "Host Threads/<tid>/ROCTX (<thread name>)" holding its nested ranges, each event with an
 nvtx_range arg, as XLA's own ROCm tracer writes them.

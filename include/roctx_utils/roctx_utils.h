@@ -172,7 +172,8 @@ typedef struct roctx_utils_event {
  * ROCTX_UTILS_INVALID_ARGUMENT for a NULL argument, an index past the end or a short struct. */
 int roctx_utils_snapshot_event(const roctx_utils_snapshot* snapshot, size_t index, roctx_utils_event* out);
 
-/* Every event seen but not recorded is counted in exactly one of these. The counters are
+/* Every event seen but not recorded is counted in exactly one of these (truncated_labels counts
+ * recorded events). The counters are
  * roctx_collector's `Stats`, in its declaration order (a test checks this header against it). */
 typedef struct roctx_utils_capture_stats {
   uint64_t struct_size;             /* sizeof(roctx_utils_capture_stats), set by the caller */
@@ -189,6 +190,10 @@ typedef struct roctx_utils_capture_stats {
   uint64_t process_ranges_open_at_stop;
   uint64_t open_at_thread_exit;     /* ranges open when their thread exited */
   uint64_t rejected_records;        /* malformed or unsupported SDK/host records */
+  /* Appended later: a caller built against an older header gets what its struct_size covers. */
+  uint64_t dropped_open_range_cap;  /* start/stop ranges over 65536 open at once */
+  uint64_t after_thread_exit;       /* emitted in thread teardown, after the thread's buffer */
+  uint64_t truncated_labels;        /* events kept with their label cut to 4096 bytes */
 } roctx_utils_capture_stats;
 
 /* Fills `out` (struct_size set by the caller). ROCTX_UTILS_INVALID_ARGUMENT for a NULL argument
@@ -213,7 +218,8 @@ int roctx_utils_listener_feed(const void* record, size_t record_size, uint32_t s
 
 /* ---- export (XSpace for TensorBoard/XProf, Chrome JSON) ----
  * Env ROCTX_UTILS_XSPACE_OUT=<logdir> does all of this with no code: a session starts with the
- * first range and is written to <logdir>/plugins/profile/<run>/<host>.xplane.pb at stop or exit. */
+ * first range and is written to <logdir>/plugins/profile/<run>/<host>_pid<pid>.xplane.pb at stop or
+ * exit (each stopped session a new file: an existing one is never replaced). */
 
 /* Bytes owned by roctx_utils; release with roctx_utils_buffer_free. Set struct_size before
  * passing one to be filled (the whole struct: a short one is INVALID_ARGUMENT). */
@@ -237,7 +243,8 @@ int roctx_utils_snapshot_roctx_plane(const roctx_utils_snapshot* snapshot, roctx
 int roctx_utils_merge_into_xspace(const uint8_t* xspace, size_t xspace_len,
                                   const roctx_utils_snapshot* snapshot, roctx_utils_buffer* out);
 
-/* Writes <logdir>/plugins/profile/<run>/<host>.xplane.pb (run NULL = current UTC time,
+/* Writes <logdir>/plugins/profile/<run>/<host>.xplane.pb, or <host>-2.xplane.pb, ... when the name
+ * is taken: never replaces a file (run NULL = current UTC time,
  * YYYY_MM_DD_hh_mm_ss) and copies the file's path into path_out (may be NULL). */
 int roctx_utils_snapshot_write_logdir(const roctx_utils_snapshot* snapshot, const char* logdir,
                                       const char* run, char* path_out, size_t cap);
@@ -274,7 +281,7 @@ ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, end_ns, 40);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, label, 48);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_event, label_len, 56);
 
-ROCTX_UTILS_ASSERT_SIZE(roctx_utils_capture_stats, 112);
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_capture_stats, 136);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, struct_size, 0);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, recorded, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_event_cap, 16);
@@ -289,6 +296,9 @@ ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, open_at_stop, 80);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, process_ranges_open_at_stop, 88);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, open_at_thread_exit, 96);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, rejected_records, 104);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, dropped_open_range_cap, 112);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, after_thread_exit, 120);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_capture_stats, truncated_labels, 128);
 
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_buffer, 24);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_buffer, struct_size, 0);

@@ -305,8 +305,9 @@ impl Inner {
             Outcome::OutsideSession => s.begun_outside_session += 1,
             Outcome::Paused => s.paused += 1,
             Outcome::EmptyLabel => s.dropped_empty_label += 1,
-            Outcome::Capped => s.dropped_event_cap += 1,
             Outcome::UnmatchedStop => s.unmatched_stops += 1,
+            Outcome::OpenRangeCapped => s.dropped_open_range_cap += 1,
+            Outcome::Truncated => s.truncated_labels += 1,
         }
     }
 
@@ -329,6 +330,9 @@ impl Inner {
     /// Stores `label` (clipped) once per thread and session; `None` past the byte cap.
     #[inline]
     fn store_label(&mut self, label: &[u8], cap: usize) -> Option<(u32, u32)> {
+        if label.len() > MAX_LABEL_BYTES {
+            self.stats.truncated_labels += 1;
+        }
         let label = clip_label(label);
         let hash = fx_hash(label);
         let slot = &self.dedup[(hash as usize) % DEDUP_SLOTS];

@@ -40,19 +40,33 @@ rocprofiler-sdk stamps kernel and marker records with, read through the vDSO (no
   range open when its thread exits is dropped and counted in [`Stats::open_at_thread_exit`].
   Closing them at the stop time would draw ranges that never ended where the trace says.
 - Over a cap, the newest event is dropped and counted; nothing already recorded is lost.
+- A label longer than [`MAX_LABEL_BYTES`] keeps its first bytes and is counted
+  ([`Stats::truncated_labels`]).
+- An event from a thread whose buffer is already gone (a C++ `thread_local` destructor running
+  after ours) is counted ([`Stats::after_thread_exit`]).
+- At most [`MAX_OPEN_PROCESS_RANGES`] start/stop ranges are open at once; more are counted
+  ([`Stats::dropped_open_range_cap`]) and their stops are not counted again. Ranges left open
+  by a session are forgotten when the next one starts (they were counted at its stop), so
+  never-stopped ranges cannot fill the table for later sessions.
+
+# Fork
+
+[`fork`] is what the runtime's `pthread_atfork` handlers call: the collector's locks are held
+across `fork()`, so the child never inherits one mid-update, and the child keeps capturing in a
+fresh session of its own (the parent's events and other threads' buffers are not its to
+write).
 */
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod buffer;
+pub mod fork;
 mod model;
 pub mod sink;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
-
-use parking_lot::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use buffer::{MAX_DEPTH, MAX_LABEL_BYTES};
 use buffer::ThreadBuffer;
@@ -83,26 +97,47 @@ static PAUSED_PROCESS: AtomicBool = AtomicBool::new(false);
 static PAUSED_ANY_THREAD: AtomicBool = AtomicBool::new(false);
 /// Records rejected by the listener this session (it has no thread buffer of its own).
 static REJECTED: AtomicU64 = AtomicU64::new(0);
+/// Events from threads whose buffer was already torn down, this session.
+static AFTER_THREAD_EXIT: AtomicU64 = AtomicU64::new(0);
 
-struct Registry {
-    /// Every thread that ever recorded; an exited thread's buffer stays until the next session
-    /// starts, so its events still reach the snapshot.
-    buffers: Vec<Arc<ThreadBuffer>>,
+/// The global locks are `std` mutexes, not `parking_lot`'s: the child of a `fork()` releases the
+/// ones [`fork::prepare`] took, and a `std` unlock is one futex wake at worst, where
+/// `parking_lot`'s slow path takes its parking table's locks, which another parent thread may
+/// have held at the fork. No code here panics while holding one; poison is ignored regardless.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-struct Globals {
+pub(crate) struct Registry {
+    /// Every thread that ever recorded; an exited thread's buffer stays until the next session
+    /// starts, so its events still reach the snapshot.
+    pub(crate) buffers: Vec<Arc<ThreadBuffer>>,
+}
+
+pub(crate) struct Globals {
     /// Session start/stop/snapshot are serialized here (never on the hot path).
-    session: Mutex<SessionState>,
-    registry: Mutex<Registry>,
-    names: Mutex<BTreeMap<u64, String>>,
-    paused_tids: Mutex<Vec<u64>>,
-    process_ranges: Mutex<HashMap<u64, OpenProcessRange>>,
+    pub(crate) session: Mutex<SessionState>,
+    pub(crate) registry: Mutex<Registry>,
+    pub(crate) names: Mutex<BTreeMap<u64, String>>,
+    pub(crate) paused_tids: Mutex<Vec<u64>>,
+    pub(crate) process_ranges: Mutex<ProcessRanges>,
+}
+
+/// The start/stop ranges open across threads, and the ids whose stop must not be counted as
+/// unknown.
+#[derive(Default)]
+pub(crate) struct ProcessRanges {
+    open: HashMap<u64, OpenProcessRange>,
+    /// Started over the cap this session: already counted, so their stop is not "unmatched".
+    capped: HashSet<u64>,
+    /// Left open by the previous session: their stop is "begun outside the session".
+    stale: HashSet<u64>,
 }
 
 #[derive(Default)]
-struct SessionState {
+pub(crate) struct SessionState {
     options: SessionOptions,
-    start_ns: u64,
+    pub(crate) start_ns: u64,
 }
 
 struct OpenProcessRange {
@@ -115,14 +150,14 @@ struct OpenProcessRange {
 /// Bound on concurrently open start/stop ranges; more are dropped and counted.
 pub const MAX_OPEN_PROCESS_RANGES: usize = 1 << 16;
 
-fn globals() -> &'static Globals {
+pub(crate) fn globals() -> &'static Globals {
     static G: OnceLock<Globals> = OnceLock::new();
     G.get_or_init(|| Globals {
         session: Mutex::new(SessionState::default()),
         registry: Mutex::new(Registry { buffers: Vec::new() }),
         names: Mutex::new(BTreeMap::new()),
         paused_tids: Mutex::new(Vec::new()),
-        process_ranges: Mutex::new(HashMap::new()),
+        process_ranges: Mutex::new(ProcessRanges::default()),
     })
 }
 
@@ -139,7 +174,7 @@ pub fn mode() -> CaptureMode {
 /// Starts a session in `mode`. Threads pick up the new session lazily, at their next event.
 pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionError> {
     let g = globals();
-    let mut state = g.session.lock();
+    let mut state = lock(&g.session);
     if ACTIVE.load(Ordering::Acquire) {
         return Err(SessionError::AlreadyRunning);
     }
@@ -148,9 +183,18 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
     CAP_EVENTS.store(options.max_events_per_thread as u64, Ordering::Relaxed);
     CAP_LABEL_BYTES.store(options.max_label_bytes_per_thread as u64, Ordering::Relaxed);
     REJECTED.store(0, Ordering::Relaxed);
+    AFTER_THREAD_EXIT.store(0, Ordering::Relaxed);
     {
         // Release buffers of threads that are gone; their data belonged to earlier sessions.
-        g.registry.lock().buffers.retain(|b| !b.exited());
+        lock(&g.registry).buffers.retain(|b| !b.exited());
+    }
+    {
+        // Ranges the last session left open were counted at its stop; only their ids are kept,
+        // so a late stop is "begun outside" rather than "unknown", and only for one session.
+        let mut ranges = lock(&g.process_ranges);
+        let stale = ranges.open.drain().map(|(id, _)| id).collect();
+        ranges.stale = stale;
+        ranges.capped.clear();
     }
     MODE.store(mode as u8, Ordering::Relaxed);
     let session = SESSION.fetch_add(1, Ordering::AcqRel) + 1;
@@ -161,7 +205,7 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
 /// Stops the running session and returns what it captured.
 pub fn stop() -> Result<Snapshot, SessionError> {
     let g = globals();
-    let state = g.session.lock();
+    let state = lock(&g.session);
     if !ACTIVE.load(Ordering::Acquire) {
         return Err(SessionError::NotRunning);
     }
@@ -173,7 +217,7 @@ pub fn stop() -> Result<Snapshot, SessionError> {
 /// runs and no new one started), without stopping it.
 pub fn snapshot() -> Snapshot {
     let g = globals();
-    let state = g.session.lock();
+    let state = lock(&g.session);
     collect(&state, false)
 }
 
@@ -184,22 +228,23 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
     let mut events = Vec::new();
     let mut stats = Stats::default();
     {
-        let reg = g.registry.lock();
+        let reg = lock(&g.registry);
         for buffer in &reg.buffers {
             buffer.drain_into(session, stopping, &mut events, &mut interner, &mut stats);
         }
     }
     {
-        let ranges = g.process_ranges.lock();
-        stats.process_ranges_open_at_stop = ranges.values().filter(|r| r.session == session).count() as u64;
+        let ranges = lock(&g.process_ranges);
+        stats.process_ranges_open_at_stop = ranges.open.values().filter(|r| r.session == session).count() as u64;
     }
     stats.rejected_records += REJECTED.load(Ordering::Relaxed);
+    stats.after_thread_exit += AFTER_THREAD_EXIT.load(Ordering::Relaxed);
     events.sort_by_key(|e| (e.tid, e.start_ns, std::cmp::Reverse(e.end_ns)));
     let labels = interner.into_iter().map(|(_, s)| s.to_owned()).collect();
     Snapshot {
         events,
         labels,
-        thread_names: g.names.lock().clone(),
+        thread_names: lock(&g.names).clone(),
         stats,
         mode: Some(mode()),
         session,
@@ -211,12 +256,12 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
 // ---- the per-thread state machine ----
 
 thread_local! {
-    static LOCAL: Local = const { Local { buffer: OnceLock::new() } };
+    pub(crate) static LOCAL: Local = const { Local { buffer: OnceLock::new() } };
 }
 
 /// The thread's handle on its buffer; dropping it (thread exit) accounts for open ranges.
-struct Local {
-    buffer: OnceLock<Arc<ThreadBuffer>>,
+pub(crate) struct Local {
+    pub(crate) buffer: OnceLock<Arc<ThreadBuffer>>,
 }
 
 impl Drop for Local {
@@ -228,7 +273,8 @@ impl Drop for Local {
 }
 
 /// Runs `f` on this thread's buffer, synced to the current session. `None` during thread
-/// teardown, when thread-locals are gone (the event is then not recorded).
+/// teardown, when thread-locals are gone (the event is then not recorded; callers that would
+/// have recorded one count it with [`count_after_thread_exit`]).
 #[inline]
 fn with_buffer<R>(f: impl FnOnce(&ThreadBuffer, &Ctx) -> R) -> Option<R> {
     LOCAL
@@ -247,8 +293,17 @@ fn with_buffer<R>(f: impl FnOnce(&ThreadBuffer, &Ctx) -> R) -> Option<R> {
 
 fn register_thread() -> Arc<ThreadBuffer> {
     let buffer = Arc::new(ThreadBuffer::new());
-    globals().registry.lock().buffers.push(Arc::clone(&buffer));
+    lock(&globals().registry).buffers.push(Arc::clone(&buffer));
     buffer
+}
+
+/// An event arrived after this thread's buffer was torn down: C++ `thread_local` destructors
+/// (and Rust ones registered before ours) run after it. Counted while a session records.
+#[cold]
+fn count_after_thread_exit() {
+    if ACTIVE.load(Ordering::Acquire) {
+        AFTER_THREAD_EXIT.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// What an event needs to know about the session it lands in.
@@ -262,7 +317,7 @@ pub(crate) struct Ctx {
 #[inline]
 fn paused(tid: u64) -> bool {
     PAUSED_PROCESS.load(Ordering::Relaxed)
-        || (PAUSED_ANY_THREAD.load(Ordering::Relaxed) && globals().paused_tids.lock().contains(&tid))
+        || (PAUSED_ANY_THREAD.load(Ordering::Relaxed) && lock(&globals().paused_tids).contains(&tid))
 }
 
 /// `roctxRangePushA(label)` on the calling thread, at `ts` (ns). `tid` is the thread the record
@@ -270,7 +325,9 @@ fn paused(tid: u64) -> bool {
 #[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) {
     let suppressed = paused(tid);
-    with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed));
+    if with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed)).is_none() && !suppressed {
+        count_after_thread_exit();
+    }
 }
 
 /// `roctxRangePop()` on the calling thread, at `ts`.
@@ -283,7 +340,9 @@ pub fn pop(ts: u64, tid: u64) {
 #[inline]
 pub fn mark(label: &[u8], ts: u64, tid: u64) {
     let suppressed = paused(tid);
-    with_buffer(|b, ctx| b.mark(label, ts, tid, ctx, suppressed));
+    if with_buffer(|b, ctx| b.mark(label, ts, tid, ctx, suppressed)).is_none() && !suppressed {
+        count_after_thread_exit();
+    }
 }
 
 /// `roctxRangeStartA(label)` returned `id` at `ts` on thread `tid`.
@@ -297,30 +356,55 @@ pub fn range_start(id: u64, label: &[u8], ts: u64, tid: u64) {
     } else if label.is_empty() {
         Some(Outcome::EmptyLabel)
     } else {
-        let mut ranges = globals().process_ranges.lock();
-        if ranges.len() >= MAX_OPEN_PROCESS_RANGES {
-            Some(Outcome::Capped)
+        let mut ranges = lock(&globals().process_ranges);
+        ranges.stale.remove(&id);
+        if ranges.open.len() >= MAX_OPEN_PROCESS_RANGES {
+            // Bounded like `open`: past that, a capped range's stop counts as unknown too.
+            if ranges.capped.len() < MAX_OPEN_PROCESS_RANGES {
+                ranges.capped.insert(id);
+            }
+            Some(Outcome::OpenRangeCapped)
         } else {
-            let label = buffer::clip_label(label);
-            ranges.insert(id, OpenProcessRange { label: String::from_utf8_lossy(label).into(), start_ns: ts, tid, session });
-            None
+            let kept = String::from_utf8_lossy(buffer::clip_label(label)).into();
+            ranges.open.insert(id, OpenProcessRange { label: kept, start_ns: ts, tid, session });
+            (label.len() > MAX_LABEL_BYTES).then_some(Outcome::Truncated)
         }
     };
     if let Some(outcome) = outcome {
-        with_buffer(|b, ctx| b.count(outcome, ctx));
+        if with_buffer(|b, ctx| b.count(outcome, ctx)).is_none() {
+            count_after_thread_exit();
+        }
     }
 }
 
 /// `roctxRangeStop(id)` at `ts` on thread `tid` (any thread).
 pub fn range_stop(id: u64, ts: u64, tid: u64) {
-    let open = globals().process_ranges.lock().remove(&id);
-    with_buffer(|b, ctx| match open {
-        Some(r) if r.session == ctx.session && ctx.recording => {
+    enum Found {
+        Open(OpenProcessRange),
+        Capped,
+        Stale,
+        Unknown,
+    }
+    let found = {
+        let mut ranges = lock(&globals().process_ranges);
+        match ranges.open.remove(&id) {
+            Some(r) => Found::Open(r),
+            None if ranges.capped.remove(&id) => Found::Capped,
+            None if ranges.stale.remove(&id) => Found::Stale,
+            None => Found::Unknown,
+        }
+    };
+    let done = with_buffer(|b, ctx| match found {
+        Found::Open(r) if r.session == ctx.session && ctx.recording => {
             b.record_process_range(&r.label, r.start_ns, ts, r.tid, tid, ctx)
         }
-        Some(_) => b.count(Outcome::OutsideSession, ctx),
-        None => b.count(Outcome::UnmatchedStop, ctx),
+        Found::Open(_) | Found::Stale => b.count(Outcome::OutsideSession, ctx),
+        Found::Capped => {} // counted once, at its start
+        Found::Unknown => b.count(Outcome::UnmatchedStop, ctx),
     });
+    if done.is_none() {
+        count_after_thread_exit();
+    }
 }
 
 /// The label of the innermost range open on the calling thread in the running session, or
@@ -333,7 +417,7 @@ pub fn current_label() -> String {
 /// Names OS thread `tid` (kept for the process, across sessions).
 pub fn name_thread(tid: u64, name: &[u8]) {
     let name = String::from_utf8_lossy(buffer::clip_label(name)).into_owned();
-    globals().names.lock().insert(tid, name);
+    lock(&globals().names).insert(tid, name);
 }
 
 /// `roctxProfilerPause(tid)`: 0 pauses the whole process.
@@ -341,7 +425,7 @@ pub fn pause(tid: u64) {
     if tid == 0 {
         PAUSED_PROCESS.store(true, Ordering::Relaxed);
     } else {
-        let mut tids = globals().paused_tids.lock();
+        let mut tids = lock(&globals().paused_tids);
         if !tids.contains(&tid) {
             tids.push(tid);
         }
@@ -351,7 +435,7 @@ pub fn pause(tid: u64) {
 
 /// `roctxProfilerResume(tid)`: 0 resumes the whole process (and every thread).
 pub fn resume(tid: u64) {
-    let mut tids = globals().paused_tids.lock();
+    let mut tids = lock(&globals().paused_tids);
     if tid == 0 {
         PAUSED_PROCESS.store(false, Ordering::Relaxed);
         tids.clear();
@@ -372,8 +456,9 @@ pub(crate) enum Outcome {
     OutsideSession,
     Paused,
     EmptyLabel,
-    Capped,
     UnmatchedStop,
+    OpenRangeCapped,
+    Truncated,
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ pub struct Event {
 macro_rules! stats {
     ($( $(#[doc = $doc:literal])+ $field:ident $(=> $warning:literal)?, )+) => {
         /// Counters of one session. Every event the collector saw and did not record is in
-        /// exactly one of them, besides `recorded`. `#[repr(C)]`, all `u64`, in the order of
+        /// exactly one of them, besides `recorded` (`truncated_labels` counts events that were
+        /// kept, with a cut label). `#[repr(C)]`, all `u64`, in the order of
         /// `roctx_utils_capture_stats` after its `struct_size`.
         #[repr(C)]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -96,14 +97,22 @@ stats! {
     open_at_thread_exit => "ranges still open when their thread exited (not recorded)",
     /// Malformed or unsupported SDK/host records rejected by the listener.
     rejected_records => "marker records rejected as malformed or unsupported",
+    /// Start/stop ranges not recorded because [`crate::MAX_OPEN_PROCESS_RANGES`] were already
+    /// open (their stops are not counted again).
+    dropped_open_range_cap => "start/stop ranges dropped: 65536 were already open (ranges started and never stopped?)",
+    /// Ranges and marks from a thread whose buffer was already torn down (C++ `thread_local`
+    /// destructors running after ours).
+    after_thread_exit => "events not recorded: emitted during thread teardown, after the thread's buffer was gone",
+    /// Events whose label was cut to [`crate::MAX_LABEL_BYTES`] bytes.
+    truncated_labels => "labels cut to their first 4096 bytes",
 }
 
-const _: () = assert!(std::mem::size_of::<Stats>() == 13 * 8);
+const _: () = assert!(std::mem::size_of::<Stats>() == 16 * 8);
 
 impl Stats {
     /// Events seen but not kept because of a cap (what a user must raise a limit for).
     pub fn dropped(&self) -> u64 {
-        self.dropped_event_cap + self.dropped_label_cap + self.dropped_too_deep
+        self.dropped_event_cap + self.dropped_label_cap + self.dropped_too_deep + self.dropped_open_range_cap
     }
 }
 
@@ -202,12 +211,12 @@ mod tests {
     #[test]
     fn the_field_list_and_the_struct_agree() {
         assert_eq!(Stats::FIELDS.len() * 8, std::mem::size_of::<Stats>());
-        let s = Stats { recorded: 1, rejected_records: 13, ..Stats::default() };
+        let s = Stats { recorded: 1, truncated_labels: 16, ..Stats::default() };
         let names: Vec<_> = s.entries().map(|(name, _, _)| name).collect();
         assert_eq!(names, Stats::FIELDS);
         let values: Vec<_> = s.entries().map(|(_, v, _)| v).collect();
         assert_eq!(values.first(), Some(&1));
-        assert_eq!(values.last(), Some(&13));
+        assert_eq!(values.last(), Some(&16));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! scenario on fresh threads (fresh thread-local buffers).
 use super::*;
 
-static SERIAL: Mutex<()> = parking_lot::const_mutex(());
+static SERIAL: parking_lot::Mutex<()> = parking_lot::const_mutex(());
 
 fn opts(max_events: usize) -> SessionOptions {
     SessionOptions { max_events_per_thread: max_events, ..SessionOptions::default() }
@@ -269,4 +269,103 @@ fn current_label_is_the_innermost_open_range_and_empty_after_pop() {
         assert_eq!(current_label(), "");
     });
     stop().unwrap();
+}
+
+#[test]
+fn a_capped_start_stop_range_is_counted_once() {
+    // It was counted as dropped_event_cap at its start and again as unmatched at its stop.
+    let _g = SERIAL.lock();
+    start(opts(1 << 20), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        let n = MAX_OPEN_PROCESS_RANGES as u64 + 1;
+        for id in 1..=n {
+            range_start(id, b"r", id, tid);
+        }
+        for id in 1..=n {
+            range_stop(id, n + id, tid);
+        }
+        range_stop(n + 7, 3 * n, tid); // a genuinely unknown id still counts
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.stats.recorded, MAX_OPEN_PROCESS_RANGES as u64);
+    assert_eq!(s.stats.dropped_open_range_cap, 1);
+    assert_eq!(s.stats.dropped_event_cap, 0);
+    assert_eq!(s.stats.unmatched_stops, 1);
+}
+
+#[test]
+fn never_stopped_ranges_do_not_starve_later_sessions() {
+    // 65,536 ranges never stopped used to fill the table for every later session.
+    let _g = SERIAL.lock();
+    start(opts(1 << 20), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        for id in 1..=MAX_OPEN_PROCESS_RANGES as u64 {
+            range_start(id, b"leaked", id, current_tid());
+        }
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.stats.process_ranges_open_at_stop, MAX_OPEN_PROCESS_RANGES as u64);
+
+    start(opts(1 << 20), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        range_start(1_000_000, b"fresh", 10, tid);
+        range_stop(1_000_000, 20, tid);
+        range_stop(5, 30, tid); // left open by the previous session: begun outside, not unknown
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["fresh"]);
+    assert_eq!((s.stats.dropped_open_range_cap, s.stats.unmatched_stops, s.stats.begun_outside_session), (0, 0, 1));
+    assert_eq!(s.stats.process_ranges_open_at_stop, 0);
+}
+
+#[test]
+fn a_cut_label_is_counted() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        let long = vec![b'x'; MAX_LABEL_BYTES + 10];
+        push(&long, 1, tid);
+        pop(2, tid);
+        mark(&long, 3, tid);
+        range_start(9, &long, 4, tid);
+        range_stop(9, 5, tid);
+        push(&long[..MAX_LABEL_BYTES], 6, tid); // exactly the limit: not cut
+        pop(7, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.stats.recorded, 4);
+    assert_eq!(s.stats.truncated_labels, 3);
+    assert!(s.events.iter().all(|e| s.label(e).len() == MAX_LABEL_BYTES));
+}
+
+#[test]
+fn events_from_thread_local_destructors_after_ours_are_counted() {
+    // A thread_local whose destructor is registered before the collector's runs after it (C++
+    // thread_local objects constructed before the thread's first range do the same).
+    struct EmitsOnDrop;
+    impl Drop for EmitsOnDrop {
+        fn drop(&mut self) {
+            let tid = current_tid();
+            push(b"in teardown", 100, tid);
+            pop(101, tid);
+            mark(b"teardown mark", 102, tid);
+        }
+    }
+    thread_local! {
+        static EARLY: EmitsOnDrop = const { EmitsOnDrop };
+    }
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        EARLY.with(|_| {}); // its destructor is registered first, so it runs last
+        let tid = current_tid();
+        push(b"body", 1, tid);
+        pop(2, tid);
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["body"]);
+    assert_eq!(s.stats.after_thread_exit, 2, "{:?}", s.stats);
 }

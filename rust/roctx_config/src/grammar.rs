@@ -1,5 +1,5 @@
-//! The grammars values are parsed with: one for booleans (ours, and rocprofiler-register's,
-//! which reads the same words), tsl's stricter one where the variable is XLA's, and byte counts.
+//! The grammars values are parsed with: one for our booleans, rocprofiler-register's looser one
+//! for its own variables, tsl's stricter one where the variable is XLA's, and byte counts.
 //! Pure functions, so they are tested without touching the process environment.
 
 /// Booleans: `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`, ASCII case-insensitive, nothing
@@ -14,6 +14,15 @@ pub fn parse_bool(raw: &str) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// rocprofiler-register's grammar: anything but `0`/`false`/`no`/`off`/`n`/`f` (ASCII
+/// case-insensitive) is true. Looser than [`parse_bool`] on purpose: the abort guard must see
+/// `ROCPROFILER_REGISTER_FORCE_LOAD=2` or `=enabled` as register does, or it would let roctx's
+/// first call reach a forced tool scan it meant to refuse.
+pub fn parse_bool_register(raw: &str) -> bool {
+    const FALSE: [&str; 6] = ["0", "false", "no", "off", "n", "f"];
+    !FALSE.iter().any(|f| raw.eq_ignore_ascii_case(f))
 }
 
 /// tsl::ReadBoolFromEnvVar's grammar, for `XLA_ROCM_ENABLE_ROCTX`: `0`/`false`/`1`/`true`, ASCII

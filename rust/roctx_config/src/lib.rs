@@ -39,7 +39,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use grammar::{parse_bool, parse_bool_tsl, parse_bytes};
+use grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
 
 /// Who defines a variable's meaning (and so its grammar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub const VARS: [Var; 12] = [
         owner: Owner::RoctxUtils,
         when: When::FirstCall,
         default: "none",
-        meaning: "a log directory: capture from the first range and write `<dir>/plugins/profile/<run>/<host>.xplane.pb` at stop/exit",
+        meaning: "a log directory: capture from the first range and write `<dir>/plugins/profile/<run>/<host>_pid<pid>.xplane.pb` at stop/exit (a new file per session, never replacing one)",
     },
     Var {
         name: LOG,
@@ -183,14 +183,14 @@ pub const VARS: [Var; 12] = [
         owner: Owner::RocprofilerRegister,
         when: When::RoctxBinding,
         default: "off",
-        meaning: "rocprofiler-register's: look for the SDK even without a tool (rocprofiler_force_configure sets it)",
+        meaning: "rocprofiler-register's: look for the SDK even without a tool (rocprofiler_force_configure sets it); register's grammar: anything but `0`/`false`/`no`/`off`/`n`/`f` is on",
     },
     Var {
         name: REGISTER_ENABLED,
         owner: Owner::RocprofilerRegister,
         when: When::RoctxBinding,
         default: "on",
-        meaning: "rocprofiler-register's: `0`/`false`/`no`/`off` disables it, and with it the abort risk",
+        meaning: "rocprofiler-register's: `0`/`false`/`no`/`off`/`n`/`f` disables it, and with it the abort risk",
     },
 ];
 
@@ -370,8 +370,8 @@ impl RegisterEnv {
         RegisterEnv {
             tool_libraries: text(ROCP_TOOL_LIBRARIES).is_some(),
             register_library: text(REGISTER_LIBRARY),
-            force_load: text(REGISTER_FORCE_LOAD).is_some_and(|v| parse_bool(&v) == Some(true)),
-            disabled: text(REGISTER_ENABLED).is_some_and(|v| parse_bool(&v) == Some(false)),
+            force_load: text(REGISTER_FORCE_LOAD).is_some_and(|v| parse_bool_register(&v)),
+            disabled: text(REGISTER_ENABLED).is_some_and(|v| !parse_bool_register(&v)),
         }
     }
 }
@@ -458,6 +458,22 @@ mod tests {
         let r = RegisterEnv::from_lookup(&env(&[(REGISTER_FORCE_LOAD, "0"), (REGISTER_LIBRARY, "/x/librocprofiler-sdk.so.1")]));
         assert!(!r.force_load && !r.disabled);
         assert_eq!(r.register_library.as_deref(), Some("/x/librocprofiler-sdk.so.1"));
+    }
+
+    #[test]
+    fn register_variables_use_registers_own_looser_grammar() {
+        // Register reads anything but 0/false/no/off/n/f as true; our grammar would call these
+        // invalid, and the abort guard then missed a forced tool scan.
+        for v in ["2", "enabled", "y", "T", "force", "-1"] {
+            let r = RegisterEnv::from_lookup(&|name: &str| (name == REGISTER_FORCE_LOAD).then(|| OsString::from(v)));
+            assert!(r.force_load, "{v}");
+        }
+        for v in ["0", "FALSE", "No", "off", "n", "F"] {
+            let r = RegisterEnv::from_lookup(&|name: &str| [REGISTER_FORCE_LOAD, REGISTER_ENABLED].contains(&name).then(|| OsString::from(v)));
+            assert!(!r.force_load && r.disabled, "{v}");
+        }
+        let r = RegisterEnv::from_lookup(&|name: &str| (name == REGISTER_ENABLED).then(|| OsString::from("2")));
+        assert!(!r.disabled);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The OS calls: the clock (what every timestamp is), the thread id, the host name and `atexit`.
+//! The OS calls: the clock (what every timestamp is), the thread id, the host name, `atexit`
+//! and `pthread_atfork`.
 
 use std::cell::Cell;
 
@@ -68,4 +69,18 @@ pub fn at_exit(f: extern "C" fn()) {
     unsafe {
         libc::atexit(f);
     }
+}
+
+/// Registers `pthread_atfork` handlers: `prepare` runs in the forking thread before `fork()`,
+/// `parent` and `child` after it, in the parent and in the (single-threaded) child. Returns
+/// false if libc could not register them (out of memory).
+pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) -> bool {
+    // SAFETY: the three are plain functions with the signature pthread_atfork expects, and
+    // live for the whole process.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
+/// In a fork child: the calling thread (the only one) has a new OS id; forget the cached one.
+pub fn forget_cached_tid() {
+    let _ = TID.try_with(|cell| cell.set(0));
 }

@@ -157,6 +157,7 @@ impl Roctx {
 }
 
 fn bind_library(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal> {
+    loadable_file(location).map_err(Refusal::Unusable)?;
     // SAFETY: loading a shared object runs its constructors; roctx's (either flavor) only set up
     // local bookkeeping and need no GPU (rocprofiler_abi.md 2.2). RTLD_LOCAL keeps our copy from
     // interposing anyone else's symbols.
@@ -190,6 +191,41 @@ fn bind_library(location: &str, register: &RegisterEnv) -> Result<Roctx, Refusal
         location: CString::new(location).unwrap_or_default(),
         _library: library,
     })
+}
+
+/// A path (anything with a `/`, which dlopen does not search for) must name a regular file
+/// before dlopen sees it: dlopen reads a FIFO until a writer closes it, which blocks the
+/// host's first range forever, and reads a character device such as `/dev/zero` without end.
+/// Sonames are left to the loader's search, which only finds files.
+pub fn loadable_file(location: &str) -> Result<(), String> {
+    if !location.contains('/') {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(location).map_err(|e| format!("{location}: {e}"))?;
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(format!("{location} is {}, not a shared library file", file_kind(&meta.file_type())))
+}
+
+/// "a directory", "a FIFO", ... for messages.
+pub fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a regular file"
+    }
 }
 
 /// Resolves `name` as a `T` (a function pointer type), or `None` if absent.
@@ -231,9 +267,14 @@ fn register_would_abort(env: &RegisterEnv) -> Option<String> {
     }
     // Register would dlopen this library itself, in the same way; if we can, it can.
     let sdk = env.register_library.clone().unwrap_or_else(|| "librocprofiler-sdk.so".to_owned());
-    // SAFETY: loading the SDK is exactly what rocprofiler-register does at the first roctx call
-    // under these conditions; doing it first changes the timing, not the outcome.
-    if let Ok(lib) = unsafe { Library::open(Some(&sdk), RTLD_LAZY | RTLD_GLOBAL) } {
+    let opened = if loadable_file(&sdk).is_ok() {
+        // SAFETY: loading the SDK is exactly what rocprofiler-register does at the first roctx
+        // call under these conditions; doing it first changes the timing, not the outcome.
+        unsafe { Library::open(Some(&sdk), RTLD_LAZY | RTLD_GLOBAL) }.ok()
+    } else {
+        None
+    };
+    if let Some(lib) = opened {
         // SAFETY: only the presence of the symbol is checked; it is never called.
         if unsafe { sym::<unsafe extern "C" fn()>(&lib, b"rocprofiler_set_api_table\0") }.is_some() {
             std::mem::forget(lib); // stays loaded, as register would keep it
@@ -250,4 +291,38 @@ fn register_would_abort(env: &RegisterEnv) -> Option<String> {
 fn global_symbol(name: &CStr) -> bool {
     // SAFETY: dlsym on RTLD_DEFAULT with a NUL-terminated name has no other precondition.
     !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_or_a_device_is_refused_without_opening_it() {
+        // Before the check, dlopen on a FIFO blocked until a writer came: run it on a thread so
+        // a regression fails here instead of hanging the suite.
+        let dir = std::env::temp_dir().join(format!("roctx_sys_fifo_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("libroctx.so");
+        let _ = std::fs::remove_file(&fifo);
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let path = fifo.to_str().unwrap().to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(Roctx::open(&path, &RegisterEnv::default()).map(|_| ()));
+        });
+        let result = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("Roctx::open blocked on a FIFO");
+        match result {
+            Err(Refusal::Unusable(why)) => assert!(why.contains("is a FIFO, not a shared library file"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        for (path, kind) in [("/dev/zero", "a character device"), ("/tmp", "a directory")] {
+            match Roctx::open(path, &RegisterEnv::default()) {
+                Err(Refusal::Unusable(why)) => assert!(why.contains(kind), "{why}"),
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+        assert!(loadable_file("libroctx64.so.4").is_ok(), "sonames are the loader's to search");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

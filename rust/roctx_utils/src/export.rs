@@ -4,12 +4,13 @@
 //! `roctx_utils::export::xplane` is the XSpace code); this module adds what only a live process
 //! knows: its host name and the offset from `CLOCK_BOOTTIME` to the wall clock XLA's host
 //! planes use ([`trace`]), and where `ROCTX_UTILS_XSPACE_OUT` sends stopped sessions
-//! ([`write_to_xspace_out`], called by the runtime for every stopped session).
+//! ([`write_to_xspace_out`], called by the runtime for every stopped session: one new file per
+//! session, `<host>_pid<pid>.xplane.pb`, never replacing another).
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 
-pub use roctx_export::{chrome, logdir, warnings, xplane, xplane_proto, Event, EventKind, Trace};
+pub use roctx_export::{chrome, logdir, output, warnings, xplane, xplane_proto, Event, EventKind, Trace};
 
 use roctx_collector::Snapshot;
 use roctx_config::log;
@@ -22,12 +23,25 @@ pub fn trace(snapshot: &Snapshot) -> Trace {
 }
 
 /// Writes the snapshot as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` and returns the path.
-/// `run` defaults to the current UTC time.
+/// `run` defaults to the current UTC time. Never replaces a file: a name already taken gets
+/// `<host>-2.xplane.pb`, and so on.
 pub fn write_logdir(snapshot: &Snapshot, dir: &Path, run: Option<&str>) -> std::io::Result<PathBuf> {
+    let t = trace(snapshot);
+    write_logdir_as(snapshot, dir, run, &t.hostname)
+}
+
+fn write_logdir_as(snapshot: &Snapshot, dir: &Path, run: Option<&str>, stem: &str) -> std::io::Result<PathBuf> {
     let t = trace(snapshot);
     let space = xplane::standalone_xspace(&t);
     let run = run.map_or_else(|| logdir::run_name(std::time::SystemTime::now()), str::to_owned);
-    logdir::write(dir, &run, &t.hostname, &space)
+    logdir::write(dir, &run, stem, &space)
+}
+
+/// The file name (before `.xplane.pb`, which XProf shows as the host) for this process's
+/// automatic writes: the host and the pid, so processes of one host started in the same second
+/// (one run directory) each get their own file.
+pub fn process_file_stem() -> String {
+    format!("{}_pid{}", os::hostname(), std::process::id())
 }
 
 /// Writes a stopped session to `ROCTX_UTILS_XSPACE_OUT`, when it is set.
@@ -41,7 +55,9 @@ pub fn write_to_xspace_out(snapshot: &Snapshot) {
             roctx_config::ENABLE_ROCTX
         ));
     }
-    match write_logdir(snapshot, dir, None) {
+    // Every stopped session gets its own file (write_new never replaces), so a later session,
+    // such as one a host's atexit handler stops after ours, cannot overwrite the exit-time one.
+    match write_logdir_as(snapshot, dir, None, &process_file_stem()) {
         Ok(path) => log::result(format_args!(
             "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",
             snapshot.events.len(),

@@ -322,7 +322,7 @@ pub struct CaptureStatsC {
     struct_size: u64,
     stats: Stats,
 }
-const _: () = assert!(size_of::<CaptureStatsC>() == 8 + 13 * 8 && offset_of!(CaptureStatsC, stats) == 8);
+const _: () = assert!(size_of::<CaptureStatsC>() == 8 + 16 * 8 && offset_of!(CaptureStatsC, stats) == 8);
 
 /// `roctx_utils_snapshot_stats`.
 #[no_mangle]
@@ -514,8 +514,14 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_chrome(snapshot: *const Snap
         // SAFETY: header contract.
         let (Some(s), Some(path)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(path) }) else { return STATUS_INVALID_ARGUMENT };
         let space = export::xplane::standalone_xspace(&export::trace(s));
-        let json = export::chrome::from_xspace(&space).to_string();
-        match std::fs::write(&path, json) {
+        // Replaces only a regular file (never a link, FIFO or device) and never leaves half a
+        // file: the CLI's rules, for the same reason.
+        let written = export::output::replace_regular_with(&path, |file| {
+            let mut out = std::io::BufWriter::new(file);
+            export::chrome::write_xspace(&space, &mut out)?;
+            std::io::Write::flush(&mut out)
+        });
+        match written {
             Ok(()) => STATUS_OK,
             Err(e) => {
                 log::warn(format_args!("writing {}: {e}", path.display()));

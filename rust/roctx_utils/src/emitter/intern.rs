@@ -5,9 +5,10 @@
 #![deny(unsafe_code)]
 
 use std::ffi::{c_char, CStr};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
-use parking_lot::Mutex;
 use string_interner::backend::BucketBackend;
 use string_interner::{DefaultSymbol, StringInterner};
 
@@ -27,8 +28,9 @@ struct Pool {
     cap: usize,
 }
 
-// A lock is fine here: RegisterString runs when annotations are built, not per range.
-static POOL: Mutex<Option<Pool>> = parking_lot::const_mutex(None);
+// A lock is fine here: RegisterString runs when annotations are built, not per range. A `std`
+// mutex: the fork child releases it (see `fork_safe`).
+static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 static INTERNED: AtomicU64 = AtomicU64::new(0);
 static POOL_BYTES: AtomicU64 = AtomicU64::new(0);
 static TRUNCATED: AtomicU64 = AtomicU64::new(0);
@@ -85,7 +87,7 @@ pub fn register(raw: &[u8]) -> *const c_char {
     if truncated {
         TRUNCATED.fetch_add(1, Ordering::Relaxed);
     }
-    let mut guard = POOL.lock();
+    let mut guard = lock_pool();
     let pool = guard.get_or_insert_with(|| Pool {
         interner: StringInterner::new(),
         bytes: 0,
@@ -165,4 +167,34 @@ mod tests {
         assert_eq!(normalize(b"abc\0def").0, "abc\0");
         assert_eq!(normalize(b"a\xffb").0, "a\u{fffd}b\0");
     }
+}
+
+fn lock_pool() -> MutexGuard<'static, Option<Pool>> {
+    fork_safe();
+    POOL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    static HELD: RefCell<Option<MutexGuard<'static, Option<Pool>>>> = const { RefCell::new(None) };
+}
+
+/// The pool lock is held across `fork()`, so a child never inherits it locked by a thread that
+/// does not exist there (its next RegisterString would hang). Its own handlers: the pool lock
+/// is never held together with the runtime's or the collector's.
+fn fork_safe() {
+    extern "C" fn prepare() {
+        roctx_sys::guard((), || {
+            let held = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
+        })
+    }
+    extern "C" fn release() {
+        roctx_sys::guard((), || {
+            let _ = HELD.try_with(|h| h.borrow_mut().take());
+        })
+    }
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        roctx_sys::os::at_fork(prepare, release, release);
+    });
 }

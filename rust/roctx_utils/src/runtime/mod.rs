@@ -25,13 +25,21 @@
 //!
 //! With `ROCTX_UTILS_XSPACE_OUT` set, an `atexit` hook stops the running session, which writes
 //! it ([`stop_session`] hands every stopped session to the exporter).
+//!
+//! # Fork
+//!
+//! Start-up registers `pthread_atfork` handlers ([`fork`]): the session lock, then the
+//! collector's locks, are held across `fork()`, so a child never inherits a lock some other
+//! thread held; the child keeps capturing in a session of its own (its events only), written
+//! under its own pid at its exit.
 
 mod roctx;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::OnceLock;
+mod fork;
 
-use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use roctx_collector::sink::{Sink, IN_PROCESS};
 use roctx_collector::{CaptureMode, SessionError, SessionOptions, Snapshot};
 use roctx_config::{log, CaptureRequest, Config};
@@ -75,6 +83,7 @@ pub fn get() -> &'static Runtime {
 #[inline(never)]
 fn start() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
+        fork::register_handlers();
         let config = roctx_config::get(); // 1.
         if tool_mode_wanted(config) {
             listener::prepare_tool(); // 2.
@@ -126,8 +135,13 @@ pub fn name_current_thread(name: &[u8]) {
 
 // ---- sessions ----
 
-/// Serializes session start and stop (never taken on the hot path).
-static SESSIONS: Mutex<()> = parking_lot::const_mutex(());
+/// Serializes session start and stop (never taken on the hot path). A `std` mutex for the same
+/// reason as the collector's: the fork child releases it ([`fork`]).
+static SESSIONS: Mutex<()> = Mutex::new(());
+
+fn sessions() -> std::sync::MutexGuard<'static, ()> {
+    SESSIONS.lock().unwrap_or_else(PoisonError::into_inner)
+}
 /// Set once the automatic session started, or an explicit one made it unnecessary.
 static AUTO_DONE: AtomicBool = AtomicBool::new(false);
 static EXIT_HOOK: AtomicBool = AtomicBool::new(false);
@@ -153,7 +167,8 @@ fn start_session_with(
     requested: Option<CaptureRequest>,
     roctx: Option<Flavor>,
 ) -> Result<CaptureMode, SessionError> {
-    let _serial = SESSIONS.lock();
+    fork::register_handlers();
+    let _serial = sessions();
     if roctx_collector::active() {
         return Err(SessionError::AlreadyRunning);
     }
@@ -169,7 +184,7 @@ fn start_session_with(
 /// Stops the session and returns its events; with `ROCTX_UTILS_XSPACE_OUT` set they are
 /// written there first.
 pub fn stop_session() -> Result<Snapshot, SessionError> {
-    let _serial = SESSIONS.lock();
+    let _serial = sessions();
     let snapshot = listener::stop()?;
     export::write_to_xspace_out(&snapshot);
     Ok(snapshot)

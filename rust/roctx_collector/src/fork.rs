@@ -1,0 +1,80 @@
+//! What `fork()` does to the collector, for the runtime's `pthread_atfork` handlers (the
+//! collector registers nothing itself: the runtime orders its own locks before these).
+//!
+//! [`prepare`] takes every global lock in the collector's one lock order, so no other thread
+//! is mid-update at the fork; [`parent`] releases them; [`child`] releases them too, after
+//! making the child's state its own:
+//!
+//! - only the forking thread exists in the child: every other thread's buffer is abandoned
+//!   (leaked, never touched: its owner may have been mid-append and still holds its lock);
+//! - a running session continues as a fresh session of the child's (the parent's events are the
+//!   parent's to write; the child's trace holds the child's events, under its own pid and tid);
+//! - start/stop ranges, thread names and paused threads of the parent are forgotten.
+//!
+//! Per-thread buffer locks are not taken: only their owner and a snapshot (excluded by the
+//! session lock) ever lock one.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+
+use crate::{globals, lock, ProcessRanges, Registry, SessionState, LOCAL};
+use crate::{ACTIVE, AFTER_THREAD_EXIT, PAUSED_ANY_THREAD, REJECTED, SESSION};
+
+struct Held {
+    session: MutexGuard<'static, SessionState>,
+    registry: MutexGuard<'static, Registry>,
+    ranges: MutexGuard<'static, ProcessRanges>,
+    names: MutexGuard<'static, BTreeMap<u64, String>>,
+    paused: MutexGuard<'static, Vec<u64>>,
+}
+
+thread_local! {
+    // The guards live from `prepare` to `parent`/`child`, which the same thread runs.
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// Before `fork()`: takes the collector's locks (blocks until in-flight updates finish).
+pub fn prepare() {
+    let g = globals();
+    let held = Held {
+        session: lock(&g.session),
+        registry: lock(&g.registry),
+        ranges: lock(&g.process_ranges),
+        names: lock(&g.names),
+        paused: lock(&g.paused_tids),
+    };
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
+}
+
+/// After `fork()`, in the parent: releases the locks.
+pub fn parent() {
+    let _ = HELD.try_with(|h| h.borrow_mut().take());
+}
+
+/// After `fork()`, in the child: makes the state the child's (module docs), then releases the
+/// locks.
+pub fn child() {
+    let Ok(Some(mut held)) = HELD.try_with(|h| h.borrow_mut().take()) else { return };
+    let own = LOCAL.try_with(|l| l.buffer.get().cloned()).ok().flatten();
+    for buffer in std::mem::take(&mut held.registry.buffers) {
+        match &own {
+            Some(own) if Arc::ptr_eq(own, &buffer) => held.registry.buffers.push(buffer),
+            // Its owner does not exist here; its lock may be held forever, so never drop it.
+            _ => std::mem::forget(buffer),
+        }
+    }
+    *held.ranges = ProcessRanges::default();
+    held.names.clear();
+    held.paused.clear();
+    PAUSED_ANY_THREAD.store(false, Ordering::Relaxed);
+    if ACTIVE.load(Ordering::Acquire) {
+        held.session.start_ns = crate::now_ns();
+        REJECTED.store(0, Ordering::Relaxed);
+        AFTER_THREAD_EXIT.store(0, Ordering::Relaxed);
+        // Buffers (the one left) resync at their next event and drop the parent's contents.
+        SESSION.fetch_add(1, Ordering::AcqRel);
+    }
+    drop(held);
+}
