@@ -227,7 +227,7 @@ unsafe extern "C" fn tool_finalize(_tool_data: *mut c_void) {
 
 /// MARKER_* callback for SDK 0.x (56-byte record, passed by value).
 unsafe extern "C" fn on_marker_v6(record: CallbackRecordV6, _user_data: *mut c_void, _cb_data: *mut c_void) {
-    guard((), || {
+    fenced(|| {
         // SAFETY: the SDK's payload is valid for the callback.
         let _ = unsafe { super::on_record(&record.into()) };
     })
@@ -235,10 +235,92 @@ unsafe extern "C" fn on_marker_v6(record: CallbackRecordV6, _user_data: *mut c_v
 
 /// MARKER_* callback for SDK 1.x (64-byte record, passed by value).
 unsafe extern "C" fn on_marker_v7(record: CallbackRecordV7, _user_data: *mut c_void, _cb_data: *mut c_void) {
-    guard((), || {
+    fenced(|| {
         // SAFETY: the SDK's payload is valid for the callback.
         let _ = unsafe { super::on_record(&record.into()) };
     })
+}
+
+/// Runs a callback's work inside the panic fence: nothing unwinds into the SDK, and a record
+/// lost to a panic is counted as rejected, so the session's accounting stays exact.
+fn fenced(f: impl FnOnce()) {
+    let done = guard(false, || {
+        #[cfg(test)]
+        faults::maybe_panic();
+        f();
+        true
+    });
+    if !done {
+        roctx_collector::reject_record();
+    }
+}
+
+/// Test-only fault injection: a panic inside the next callback on this thread.
+#[cfg(test)]
+pub(crate) mod faults {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PANIC_NEXT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(crate) fn panic_in_next_callback() {
+        PANIC_NEXT.with(|p| p.set(true));
+    }
+
+    pub(super) fn maybe_panic() {
+        if PANIC_NEXT.with(|p| p.replace(false)) {
+            panic!("injected fault: panic inside a rocprofiler-sdk callback");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roctx_collector::{CaptureMode, SessionOptions};
+    use roctx_sys::rocprofiler::MarkerPayload;
+
+    fn push_record(payload: &mut MarkerPayload) -> CallbackRecordV7 {
+        CallbackRecordV7 {
+            context_id: 1,
+            thread_id: 77,
+            correlation_internal: 0,
+            correlation_external: 0,
+            correlation_ancestor: 0,
+            kind: 7,      // MARKER_CORE_API
+            operation: 1, // roctxRangePushA
+            phase: 1,     // ENTER
+            payload: std::ptr::from_mut(payload).cast(),
+        }
+    }
+
+    #[test]
+    fn a_panic_inside_a_callback_never_unwinds_into_the_sdk_and_the_record_is_counted() {
+        // The collector is process-global; this crate's other unit tests never start sessions.
+        roctx_collector::start(SessionOptions::default(), CaptureMode::Host).unwrap();
+        let text = c"kept";
+        let mut payload = MarkerPayload { size: 32, arg0: text.as_ptr() as u64, arg1: 0, retval: 0 };
+        let panics_before = roctx_sys::panics_caught();
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        faults::panic_in_next_callback();
+        // SAFETY: a valid record and payload, as the SDK passes them.
+        unsafe { on_marker_v7(push_record(&mut payload), std::ptr::null_mut(), std::ptr::null_mut()) };
+        std::panic::set_hook(hook);
+        // The next record goes through normally.
+        // SAFETY: as above.
+        unsafe { on_marker_v7(push_record(&mut payload), std::ptr::null_mut(), std::ptr::null_mut()) };
+        let mut pop = push_record(&mut payload);
+        (pop.operation, pop.phase) = (2, 2); // roctxRangePop EXIT
+        // SAFETY: as above.
+        unsafe { on_marker_v7(pop, std::ptr::null_mut(), std::ptr::null_mut()) };
+        let s = roctx_collector::stop().unwrap();
+        assert_eq!(roctx_sys::panics_caught(), panics_before + 1);
+        assert_eq!(s.stats.rejected_records, 1, "{:?}", s.stats);
+        assert_eq!(s.events.len(), 1);
+        assert_eq!(s.label(&s.events[0]), "kept");
+    }
 }
 
 /// Starts the marker context (a session begins).
