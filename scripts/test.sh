@@ -1,24 +1,31 @@
 #!/bin/bash
 # The project's one test command (CI runs it through .ci/run).
 #
-#   1. installs the Debian packages the offline Bazel 4.2.3 build needs, only if one is missing;
+#   1. installs the Debian packages the offline Bazel 4.2.3 build needs (and valgrind for 3),
+#      only if one is missing;
 #   2. cargo test --locked in rust/ (the Rust workspace, including the layering check
 #      rust/roctx_utils/tests/layers.rs and the README environment-table check), then
 #      cargo clippy on every target with -D warnings and clippy::undocumented_unsafe_blocks;
-#   3. bazel-4 test //... with --config=rocm (Rust implementation);
-#   4. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
+#   3. every workspace crate's unit-test binary (cargo test --lib) under valgrind memcheck: the
+#      Rust code is not instrumented by the Bazel sanitizer builds of 6 (docs/sanitizers.md);
+#   4. bazel-4 test //... with --config=rocm (Rust implementation);
+#   5. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
 #      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
 #      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
-#   5. bazel-4 test //... without --config=rocm (stub; the rocm-only tests are SKIPPED there; this
-#      rebuilds bazel-bin/examples/xla_style_host as the stub, hence after 4);
-#   6. the consumer workspace examples/xla_fork (an XLA fork taking @roctx_utils as the README
+#   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
+#      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
+#      (ThreadSanitizer), in the same output base as 4 and 7;
+#   7. bazel-4 test //... without --config=rocm (stub; the rocm-only tests are SKIPPED there; this
+#      rebuilds bazel-bin/examples/xla_style_host as the stub, hence after 5);
+#   8. the consumer workspace examples/xla_fork (an XLA fork taking @roctx_utils as the README
 #      says), bazel-4 test //... with and without --config=rocm; then both Bazel servers shut down.
 #
 # The CI harness cannot read Bazel's "Executed N out of M tests" summary, so this script counts
 # test *cases* itself and ends with exactly one line "N passed, M failed". Bazel cases come from
 # each test target's googletest XML (bazel-testlogs/<pkg>/<target>/test.xml), read right after
-# the run that produced it: both configurations write to the same testlogs directory, so the
-# second run overwrites the first one's files.
+# the run that produced it: the rocm and stub configurations write to the same testlogs
+# directory, so the second run overwrites the first one's files (asan and tsan have their own,
+# bazel-out/k8-fastbuild{asan,tsan}/testlogs, which bazel-testlogs points at after their runs).
 #
 # Works as root on a fresh Debian 12 machine with only rustup (in ~/.cargo/bin) and python3.
 # Exit status: non-zero if any case failed or if nothing at all was counted.
@@ -61,6 +68,7 @@ finish() {
 # ---------------------------------------------------------------------------------------------
 # 1. Packages: apt only when something is missing, so reruns stay offline and fast.
 # ---------------------------------------------------------------------------------------------
+APT_PACKAGES+=(valgrind)  # for run_valgrind only, so not in setup_env.sh (demo.sh needs none)
 if ! ensure_packages; then
   echo "error: apt-get install failed; cannot build or test" >&2
   record "setup (apt)" 0 1 "apt-get failed"
@@ -112,6 +120,67 @@ run_clippy() {
   else
     record "cargo clippy (rust/)" 0 1 "clippy exited $rc: $(grep -c '^error' "$log") error(s)"
   fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# 2c. valgrind: every workspace crate's unit-test binary under memcheck, for the Rust code that
+#     the Bazel sanitizer builds (3c) link uninstrumented. Cases from each binary's "test result"
+#     line, as in 2; a memory error or a definite leak fails that binary (docs/sanitizers.md).
+# ---------------------------------------------------------------------------------------------
+VALGRIND_FLAGS=(-q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+  --show-leak-kinds=definite)
+
+run_valgrind() {
+  local section="valgrind (rust unit tests)" dir=$TMPDIR_TESTS/valgrind list log rc
+  local bin pkg name p=0 f=0 np nf notes=()
+  mkdir -p "$dir"
+  echo
+  if ! command -v valgrind >/dev/null 2>&1; then
+    record "$section" 0 1 "valgrind is not installed"
+    return
+  fi
+  echo "==> (cd rust && cargo test --locked --workspace --lib --no-run); each binary under valgrind ${VALGRIND_FLAGS[*]}"
+  # The binaries `cargo test` of 2 already built: "<executable> <package dir>" per library crate.
+  if ! list=$( (cd rust && cargo test --locked --workspace --lib --no-run --message-format=json) |
+    python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"], os.path.dirname(m["manifest_path"]))
+'); then
+    record "$section" 0 1 "cargo test --no-run failed"
+    return
+  fi
+  if [ -z "$list" ]; then
+    record "$section" 0 1 "no unit-test binaries found"
+    return
+  fi
+  while read -r bin pkg; do
+    name=$(basename "$pkg")
+    log=$dir/$name.log
+    echo "--> $name: valgrind ${bin#"$ROOT"/}"
+    # Like cargo: run from the package directory, with CARGO_MANIFEST_DIR set.
+    (cd "$pkg" && CARGO_MANIFEST_DIR=$pkg valgrind "${VALGRIND_FLAGS[@]}" "$bin") >"$log" 2>&1
+    rc=$?
+    grep -vE '^test .* \.\.\. ok$|^$' "$log" | sed 's/^/    /'
+    read -r np nf < <(sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/p' "$log" | tail -n 1)
+    np=${np:-0}
+    nf=${nf:-0}
+    if [ "$rc" -eq 99 ]; then
+      nf=$((nf + 1))
+      notes+=("$name: memcheck errors")
+    elif [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+      nf=1
+      notes+=("$name: exited $rc with no failing result line")
+    fi
+    p=$((p + np))
+    f=$((f + nf))
+  done <<<"$list"
+  record "$section" "$p" "$f" "$(IFS=';'; echo "${notes[*]}")"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -272,6 +341,18 @@ run_bazel_in() {  # run_bazel_in WORKSPACE_DIR SECTION_NAME EXTRA_FLAGS...
 }
 
 # ---------------------------------------------------------------------------------------------
+# 3c. Sanitizers (docs/sanitizers.md): //... again with the Rust implementation and every C/C++
+#     target Bazel compiles instrumented, first with ASan+UBSan (--config=asan), then with TSan
+#     (--config=tsan); a sanitizer report fails its test. Same output base and flags as 3; each
+#     config has its own output directory (--platform_suffix in .bazelrc), so neither overwrites
+#     the plain build and a rerun finds all three cached. Nothing is excluded.
+# ---------------------------------------------------------------------------------------------
+run_sanitizers() {
+  run_bazel "bazel test (rocm, asan)" --config=rocm --config=asan
+  run_bazel "bazel test (rocm, tsan)" --config=rocm --config=tsan
+}
+
+# ---------------------------------------------------------------------------------------------
 # 3b. A consumer: examples/xla_fork is an XLA fork's workspace of its own that takes
 #     @roctx_utils through the README's three WORKSPACE lines, swaps its nvtx_utils_impl with a
 #     select() and points --@roctx_utils//:annotation_stack at its own AnnotationStack. With
@@ -387,8 +468,10 @@ run_xprof() {
 
 run_cargo
 run_clippy
+run_valgrind                                        # the Rust unit tests under memcheck
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
+run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations
 echo
