@@ -183,6 +183,24 @@ static_assert(sizeof(kR7StatusStrings) / sizeof(kR7StatusStrings[0]) == 41, "R7 
 
 // R7 code -> this version's code. 6.2 (< 500) lacks CONTEXT_ID_NOT_ZERO = 13, so every later code
 // is one lower there (CONFIGURATION_LOCKED 15, INVALID_ARGUMENT 18, ...).
+// Fault injection (sdk_fault_test): FAKE_ROCPROFILER_FAIL="<function>=<status>" makes that API
+// function return <status> instead of doing its work. Read on every call, not cached, so one
+// process can inject different faults over time.
+int Injected(const char* function) {
+  const char* v = std::getenv("FAKE_ROCPROFILER_FAIL");
+  if (v == nullptr) return 0;
+  const char* eq = std::strchr(v, '=');
+  if (eq == nullptr) return 0;
+  const size_t n = static_cast<size_t>(eq - v);
+  if (std::strlen(function) != n || std::strncmp(v, function, n) != 0) return 0;
+  return std::atoi(eq + 1);
+}
+
+#define FAKE_FAULT(function)                                \
+  do {                                                      \
+    if (const int injected = Injected(#function)) return injected; \
+  } while (0)
+
 int Code(int r7) {
   if (!HasContextIdNotZero() && r7 > kContextIdNotZero) return r7 - 1;
   return r7;
@@ -601,6 +619,7 @@ bool ClientIdIntact(const ClientIdBuffer& buf, size_t id_size, size_t name_off, 
 // =============================================================================================
 
 FAKE_EXPORT int rocprofiler_get_version(uint32_t* major, uint32_t* minor, uint32_t* patch) {
+  FAKE_FAULT(rocprofiler_get_version);
   const uint32_t v = Version();
   if (major) *major = v / 10000;
   if (minor) *minor = (v / 100) % 100;
@@ -623,6 +642,7 @@ FAKE_EXPORT int rocprofiler_get_version_triplet(VersionTriplet* info) {
 }
 
 FAKE_EXPORT int rocprofiler_is_initialized(int* status) {
+  FAKE_FAULT(rocprofiler_is_initialized);
   if (status == nullptr) return Code(kInvalidArgument);
   *status = LockedByOther() ? 1 : g_init_status.load();
   return kSuccess;
@@ -635,6 +655,7 @@ FAKE_EXPORT int rocprofiler_is_finalized(int* status) {
 }
 
 FAKE_EXPORT int rocprofiler_force_configure(ConfigureFn configure_fn) {
+  FAKE_FAULT(rocprofiler_force_configure);
   if (LockedByOther() || g_init_status.load() != 0) return Code(kConfigurationLocked);
   if (configure_fn == nullptr) return Code(kInvalidArgument);
   if (g_forced.exchange(true)) return Code(kConfigurationLocked);
@@ -693,6 +714,7 @@ FAKE_EXPORT int rocprofiler_force_configure(ConfigureFn configure_fn) {
 }
 
 FAKE_EXPORT int rocprofiler_create_context(uint64_t* context_id) {
+  FAKE_FAULT(rocprofiler_create_context);
   if (context_id == nullptr) return Code(kInvalidArgument);
   if (HasContextIdNotZero() && *context_id != 0) return Code(kContextIdNotZero);
   *context_id = NoneHandle();  // always set to none first
@@ -709,6 +731,7 @@ FAKE_EXPORT int rocprofiler_configure_callback_tracing_service(uint64_t context_
                                                                 size_t operations_count,
                                                                 void* callback,
                                                                 void* callback_args) {
+  FAKE_FAULT(rocprofiler_configure_callback_tracing_service);
   if (g_init_status.load() > -1) return Code(kConfigurationLocked);
   std::lock_guard<std::mutex> lock(g_mutex);
   Context* ctx = FindContextLocked(context_id);
@@ -734,6 +757,7 @@ FAKE_EXPORT int rocprofiler_configure_callback_tracing_service(uint64_t context_
 }
 
 FAKE_EXPORT int rocprofiler_start_context(uint64_t context_id) {
+  FAKE_FAULT(rocprofiler_start_context);
   std::lock_guard<std::mutex> lock(g_mutex);
   Context* ctx = FindContextLocked(context_id);
   if (ctx == nullptr) return Code(kContextNotFound);
@@ -743,6 +767,7 @@ FAKE_EXPORT int rocprofiler_start_context(uint64_t context_id) {
 }
 
 FAKE_EXPORT int rocprofiler_stop_context(uint64_t context_id) {
+  FAKE_FAULT(rocprofiler_stop_context);
   std::lock_guard<std::mutex> lock(g_mutex);
   Context* ctx = FindContextLocked(context_id);
   if (ctx == nullptr) return Code(kContextNotFound);

@@ -92,12 +92,28 @@ TEST_P(HostFed, MarkIsInstantaneous) {
   ASSERT_EQ(Start(ROCTX_UTILS_CAPTURE_HOST), ROCTX_UTILS_OK);
 }
 
+// roctxRangePop's int32 retval: the level closed, or -1 when nothing was open.
+constexpr uint64_t kPopNothingOpen = 0xffffffffu;
+
 TEST_P(HostFed, UnmatchedPopIsIgnored) {
-  Feed(v(), kCore, kPop, kExit);
+  Feed(v(), kCore, kPop, kExit, nullptr, 0, kPopNothingOpen);
   Result r;
   Stop(&r);
   EXPECT_TRUE(r.events.empty());
   EXPECT_EQ(r.stats.unmatched_pops, 1u);
+  EXPECT_EQ(r.stats.begun_outside_session, 0u);
+  ASSERT_EQ(Start(ROCTX_UTILS_CAPTURE_HOST), ROCTX_UTILS_OK);
+}
+
+// A tracer that was not listening at the push (its context stopped between two sessions) sees
+// only the pop; roctx's retval says a range was open, so it is not an error.
+TEST_P(HostFed, PopOfARangePushedUnseenIsBegunOutsideTheSession) {
+  Feed(v(), kCore, kPop, kExit, nullptr, 0, /*level=*/0);
+  Result r;
+  Stop(&r);
+  EXPECT_TRUE(r.events.empty());
+  EXPECT_EQ(r.stats.unmatched_pops, 0u);
+  EXPECT_EQ(r.stats.begun_outside_session, 1u);
   ASSERT_EQ(Start(ROCTX_UTILS_CAPTURE_HOST), ROCTX_UTILS_OK);
 }
 

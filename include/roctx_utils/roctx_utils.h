@@ -184,7 +184,7 @@ typedef struct roctx_utils_capture_stats {
   uint64_t dropped_empty_label;     /* NULL or "" label */
   uint64_t unmatched_pops;          /* pop with nothing open */
   uint64_t unmatched_stops;         /* range_stop of an unknown id */
-  uint64_t begun_outside_session;   /* pushed before the session started */
+  uint64_t begun_outside_session;   /* pushed before the session started, or unseen */
   uint64_t paused;                  /* suppressed by roctxProfilerPause */
   uint64_t open_at_stop;            /* push/pop ranges still open at stop */
   uint64_t process_ranges_open_at_stop;

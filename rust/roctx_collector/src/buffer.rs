@@ -137,7 +137,8 @@ impl ThreadBuffer {
         inner.stack.push(Frame { start_ns: ts, fate });
     }
 
-    pub(crate) fn pop(&self, ts: u64, tid: u64, ctx: &Ctx) {
+    /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
+    pub(crate) fn pop(&self, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) {
         let mut inner = self.inner.lock();
         inner.sync(ctx);
         if inner.overflow > 0 {
@@ -147,6 +148,8 @@ impl ThreadBuffer {
         let Some(frame) = inner.stack.pop() else {
             if inner.orphans > 0 {
                 inner.orphans -= 1;
+                inner.count(Outcome::OutsideSession, ctx);
+            } else if opened_unseen {
                 inner.count(Outcome::OutsideSession, ctx);
             } else if ctx.recording {
                 inner.stats.unmatched_pops += 1;

@@ -333,7 +333,16 @@ pub fn push(label: &[u8], ts: u64, tid: u64) {
 /// `roctxRangePop()` on the calling thread, at `ts`.
 #[inline]
 pub fn pop(ts: u64, tid: u64) {
-    with_buffer(|b, ctx| b.pop(ts, tid, ctx));
+    with_buffer(|b, ctx| b.pop(ts, tid, ctx, false));
+}
+
+/// `roctxRangePop()` that roctx itself says closed an open range (it returned a level >= 0),
+/// seen by a listener that may have missed the push: an SDK context delivers nothing while it is
+/// stopped, so a push made between two sessions reaches us only as its pop. Such a pop is a
+/// range begun outside the session, not an unmatched one.
+#[inline]
+pub fn pop_of_open_range(ts: u64, tid: u64) {
+    with_buffer(|b, ctx| b.pop(ts, tid, ctx, true));
 }
 
 /// `roctxMarkA(label)` at `ts`.

@@ -89,6 +89,23 @@ fn cap_of_8_keeps_8_of_25_and_counts_17() {
 }
 
 #[test]
+fn a_pop_roctx_says_was_open_but_whose_push_was_unseen_is_begun_outside_not_unmatched() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::Sdk).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        pop_of_open_range(1, tid); // its push came while the SDK context was stopped
+        push(b"a", 2, tid);
+        pop_of_open_range(3, tid); // an ordinary match still records
+        pop(4, tid); // roctx returned -1: truly unmatched
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["a"]);
+    assert_eq!(s.stats.begun_outside_session, 1);
+    assert_eq!(s.stats.unmatched_pops, 1);
+}
+
+#[test]
 fn ranges_from_an_earlier_session_never_leak_into_a_later_one() {
     let _g = SERIAL.lock();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
