@@ -8,7 +8,10 @@
 // with the init status -1 during initialize (the only window for setup calls), contexts,
 // callback tracing with operation filters and start/stop gating, CLOCK_BOOTTIME timestamps,
 // gettid thread ids, status names, finalize (probe, client finalize function, atexit).
-// What it does not: buffers, external correlation ids, HSA/HIP tables, the 7.0 range kind
+// Also: buffers with KERNEL_DISPATCH buffer tracing delivered on one SDK-internal thread
+// (rocprofiler_abi.md 3.6, 5.2-5.4), CODE_OBJECT callback tracing (5.6), external correlation
+// id stacks (3.8). Their test hooks are declared in fake_sdk_hooks.h.
+// What it does not: other buffer kinds' records, HSA/HIP tables, the 7.0 range kind
 // synthesis (tests replay kind 21 with fake_sdk_marker), rocprofiler_configure discovery.
 //
 // Test-only entry points are prefixed fake_sdk_ (see "replay and probes" below). The fake roctx
@@ -18,14 +21,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -77,10 +86,12 @@ enum R7Status : int {
   kSuccess = 0,
   kError = 1,
   kContextNotFound = 2,
+  kBufferNotFound = 3,
   kKindNotFound = 4,
   kOperationNotFound = 5,
   kContextInvalid = 10,
   kContextIdNotZero = 13,
+  kBufferBusy = 14,
   kServiceAlreadyConfigured = 15,
   kConfigurationLocked = 16,
   kNotImplemented = 17,
@@ -309,6 +320,159 @@ static_assert(sizeof(MarkerPayload) == 32, "marker payload");
 static_assert(offsetof(MarkerPayload, args) == 8 && offsetof(MarkerPayload, retval) == 24,
               "marker payload offsets");
 
+// rocprofiler_record_header_t (rocprofiler_abi.md 5.2, 16 bytes, all versions). The union's
+// u64 hash = category | (kind << 32) overlays category/kind.
+struct RecordHeader {
+  uint32_t category;  // rocprofiler_buffer_category_t
+  uint32_t kind;      // rocprofiler_buffer_tracing_kind_t for category TRACING
+  void* payload;
+};
+static_assert(sizeof(RecordHeader) == 16, "record header");
+static_assert(offsetof(RecordHeader, category) == 0 && offsetof(RecordHeader, kind) == 4 &&
+                  offsetof(RecordHeader, payload) == 8,
+              "record header offsets");
+
+// rocprofiler_dim3_t (12 bytes, alignment 4)
+struct Dim3 {
+  uint32_t x, y, z;
+};
+static_assert(sizeof(Dim3) == 12 && alignof(Dim3) == 4, "dim3");
+
+// rocprofiler_kernel_dispatch_info_t (5.3, 128 bytes, all versions; size field = 72)
+struct KernelDispatchInfo {
+  uint64_t size;
+  uint64_t agent_id;
+  uint64_t queue_id;
+  uint64_t kernel_id;
+  uint64_t dispatch_id;
+  uint32_t private_segment_size;
+  uint32_t group_segment_size;
+  Dim3 workgroup_size;
+  Dim3 grid_size;
+  uint8_t reserved_padding[56];
+};
+static_assert(sizeof(KernelDispatchInfo) == 128, "kernel_dispatch_info");
+static_assert(offsetof(KernelDispatchInfo, size) == 0 &&
+                  offsetof(KernelDispatchInfo, agent_id) == 8 &&
+                  offsetof(KernelDispatchInfo, queue_id) == 16 &&
+                  offsetof(KernelDispatchInfo, kernel_id) == 24 &&
+                  offsetof(KernelDispatchInfo, dispatch_id) == 32 &&
+                  offsetof(KernelDispatchInfo, private_segment_size) == 40 &&
+                  offsetof(KernelDispatchInfo, group_segment_size) == 44 &&
+                  offsetof(KernelDispatchInfo, workgroup_size) == 48 &&
+                  offsetof(KernelDispatchInfo, grid_size) == 60 &&
+                  offsetof(KernelDispatchInfo, reserved_padding) == 72,
+              "kernel_dispatch_info offsets");
+constexpr uint64_t kDispatchInfoSizeField = offsetof(KernelDispatchInfo, reserved_padding);  // 72
+
+// rocprofiler_buffer_tracing_kernel_dispatch_record_t (5.4, 184 bytes, all versions: 6.x's
+// 16-byte correlation_id_t and 7.0's async_correlation_id_t have the same layout).
+struct KernelDispatchRecord {
+  uint64_t size;
+  int32_t kind;
+  int32_t operation;
+  uint64_t correlation_internal;
+  uint64_t correlation_external;  // rocprofiler_user_data_t
+  uint64_t thread_id;
+  uint64_t start_timestamp;
+  uint64_t end_timestamp;
+  KernelDispatchInfo dispatch_info;
+};
+static_assert(sizeof(KernelDispatchRecord) == 184, "kernel dispatch buffer record");
+static_assert(offsetof(KernelDispatchRecord, size) == 0 &&
+                  offsetof(KernelDispatchRecord, kind) == 8 &&
+                  offsetof(KernelDispatchRecord, operation) == 12 &&
+                  offsetof(KernelDispatchRecord, correlation_internal) == 16 &&
+                  offsetof(KernelDispatchRecord, correlation_external) == 24 &&
+                  offsetof(KernelDispatchRecord, thread_id) == 32 &&
+                  offsetof(KernelDispatchRecord, start_timestamp) == 40 &&
+                  offsetof(KernelDispatchRecord, end_timestamp) == 48 &&
+                  offsetof(KernelDispatchRecord, dispatch_info) == 56,
+              "kernel dispatch buffer record offsets");
+static_assert(offsetof(KernelDispatchRecord, dispatch_info) +
+                          offsetof(KernelDispatchInfo, agent_id) == 64 &&
+                  offsetof(KernelDispatchRecord, dispatch_info) +
+                          offsetof(KernelDispatchInfo, queue_id) == 72 &&
+                  offsetof(KernelDispatchRecord, dispatch_info) +
+                          offsetof(KernelDispatchInfo, kernel_id) == 80 &&
+                  offsetof(KernelDispatchRecord, dispatch_info) +
+                          offsetof(KernelDispatchInfo, grid_size) == 116,
+              "kernel dispatch record: agent @64, queue @72, kernel_id @80, grid @116");
+
+// rocprofiler_buffer_tracing_cb_t: context and buffer ids are {u64 handle} by value (INTEGER
+// class, one register each, same as a u64).
+using BufferCallback = void (*)(uint64_t context_id, uint64_t buffer_id, RecordHeader** headers,
+                                size_t num_headers, void* cb_data, uint64_t drop_count);
+
+// rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t (5.6). sizeof is 72
+// before 6.4 (the struct ends after accum_vgpr_count + padding) and 88 from ~6.4 (M060, version
+// 600) on; the base fields never move.
+struct KernelSymbolData {
+  uint64_t size;
+  uint64_t kernel_id;
+  uint64_t code_object_id;
+  const char* kernel_name;
+  uint64_t kernel_object;
+  uint32_t kernarg_segment_size;
+  uint32_t kernarg_segment_alignment;
+  uint32_t group_segment_size;
+  uint32_t private_segment_size;
+  uint32_t sgpr_count;
+  uint32_t arch_vgpr_count;
+  uint32_t accum_vgpr_count;
+  int64_t kernel_code_entry_byte_offset;  // ~6.4+ only
+  uint64_t kernel_address;                // ~6.4+ only
+};
+static_assert(sizeof(KernelSymbolData) == 88, "kernel symbol register data (6.4+)");
+static_assert(offsetof(KernelSymbolData, size) == 0 &&
+                  offsetof(KernelSymbolData, kernel_id) == 8 &&
+                  offsetof(KernelSymbolData, code_object_id) == 16 &&
+                  offsetof(KernelSymbolData, kernel_name) == 24 &&
+                  offsetof(KernelSymbolData, kernel_object) == 32 &&
+                  offsetof(KernelSymbolData, kernarg_segment_size) == 40 &&
+                  offsetof(KernelSymbolData, kernarg_segment_alignment) == 44 &&
+                  offsetof(KernelSymbolData, group_segment_size) == 48 &&
+                  offsetof(KernelSymbolData, private_segment_size) == 52 &&
+                  offsetof(KernelSymbolData, sgpr_count) == 56 &&
+                  offsetof(KernelSymbolData, arch_vgpr_count) == 60 &&
+                  offsetof(KernelSymbolData, accum_vgpr_count) == 64 &&
+                  offsetof(KernelSymbolData, kernel_code_entry_byte_offset) == 72 &&
+                  offsetof(KernelSymbolData, kernel_address) == 80,
+              "kernel symbol register data offsets");
+constexpr uint64_t kKernelSymbolSizeOld = offsetof(KernelSymbolData, kernel_code_entry_byte_offset);
+static_assert(kKernelSymbolSizeOld == 72, "kernel symbol register data before 6.4");
+
+// rocprofiler_callback_tracing_code_object_load_data_t (5.6, 88 bytes, all versions)
+struct CodeObjectLoadData {
+  uint64_t size;
+  uint64_t code_object_id;
+  uint64_t agent_id;  // rocp_agent in 6.2/6.3
+  uint64_t hsa_agent;
+  const char* uri;
+  uint64_t load_base;
+  uint64_t load_size;
+  int64_t load_delta;
+  int32_t storage_type;  // NONE 0, FILE 1, MEMORY 2
+  union {
+    int storage_file;
+    struct {
+      uint64_t memory_base;
+      uint64_t memory_size;
+    } memory;
+  } storage;
+};
+static_assert(sizeof(CodeObjectLoadData) == 88, "code object load data");
+static_assert(offsetof(CodeObjectLoadData, code_object_id) == 8 &&
+                  offsetof(CodeObjectLoadData, agent_id) == 16 &&
+                  offsetof(CodeObjectLoadData, hsa_agent) == 24 &&
+                  offsetof(CodeObjectLoadData, uri) == 32 &&
+                  offsetof(CodeObjectLoadData, load_base) == 40 &&
+                  offsetof(CodeObjectLoadData, load_size) == 48 &&
+                  offsetof(CodeObjectLoadData, load_delta) == 56 &&
+                  offsetof(CodeObjectLoadData, storage_type) == 64 &&
+                  offsetof(CodeObjectLoadData, storage) == 72,
+              "code object load data offsets");
+
 // ---------------------------------------------------------------------------------------------
 // Kinds and operations (rocprofiler_abi.md 4.1, 4.4)
 // ---------------------------------------------------------------------------------------------
@@ -333,6 +497,32 @@ bool KindExists(int kind) { return kind > 0 && kind < CallbackKindLast(); }
 // fake's stand-in for it [inferred].
 constexpr int kMaxOperation = 512;
 
+// Buffer tracing kinds (rocprofiler_abi.md 4.2): 0-11 are the same everywhere; only
+// KERNEL_DISPATCH produces records in this fake, the other kinds can be configured but stay
+// silent.
+constexpr int kBufferKindKernelDispatch = 11;
+int BufferKindLast() {
+  const uint32_t v = Version();
+  if (v >= 10000) return 33;  // 7.0: ... MARKER_CORE_RANGE_API 32
+  if (v >= 600) return 20;    // ~6.4 (M060): ROCDECODE_API 19 [inferred]
+  if (v >= 500) return 19;    // ~6.3 (M050): RUNTIME_INITIALIZATION 18 [inferred]
+  return 15;                  // 6.2: CORRELATION_ID_RETIREMENT 14
+}
+bool BufferKindExists(int kind) { return kind > 0 && kind < BufferKindLast(); }
+
+constexpr int kKindCodeObject = 10;          // callback tracing kind
+constexpr int kCodeObjectOpLoad = 1;         // rocprofiler_code_object_operation_t
+constexpr int kCodeObjectOpKernelSymbol = 2;  // DEVICE_KERNEL_SYMBOL_REGISTER
+constexpr int kPhaseLoad = 1, kPhaseUnload = 2;
+constexpr int kKernelDispatchComplete = 2;  // buffer records carry operation COMPLETE
+constexpr uint32_t kCategoryTracing = 1;
+constexpr int kPolicyNone = 0, kPolicyDiscard = 1, kPolicyLossless = 2;
+
+// Memory handed to a consumer for the duration of one callback is poisoned with this byte
+// afterwards and kept mapped for a while (see Quarantine), so a consumer that kept a pointer
+// reads 0xA5 garbage instead of plausible data.
+constexpr unsigned char kPoison = 0xA5;
+
 // ---------------------------------------------------------------------------------------------
 // State
 // ---------------------------------------------------------------------------------------------
@@ -347,10 +537,17 @@ struct Service {
   int slot = 0;  // index of this service's user_data slot in a call frame
 };
 
+struct BufferService {
+  int kind = 0;
+  std::vector<int32_t> ops;  // empty = all operations
+  uint64_t buffer = 0;
+};
+
 struct Context {
   uint64_t handle = 0;
   std::atomic<bool> active{false};
-  std::vector<Service> services;
+  std::vector<Service> services;               // callback tracing
+  std::vector<BufferService> buffer_services;  // buffer tracing
 };
 
 std::mutex g_mutex;
@@ -397,6 +594,36 @@ uint64_t ThreadId() {
   return tid;
 }
 
+// ---------------------------------------------------------------------------------------------
+// External correlation ids (rocprofiler_abi.md 3.8): one LIFO stack per (context, thread).
+// ---------------------------------------------------------------------------------------------
+
+std::mutex g_ext_mutex;
+std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> g_ext;  // (ctx, tid) -> stack
+// The "default" thread whose top a thread without a stack inherits: the real SDK uses the thread
+// that loaded it; here the thread that first called rocprofiler_force_configure.
+std::atomic<uint64_t> g_default_tid{0};
+
+// The external correlation value a record produced now on `tid` for `ctx` carries: the top of
+// that thread's stack; a thread that never pushed (no stack) inherits the default thread's top;
+// a thread that pushed and popped back to empty has its own empty stack and gets 0 [inferred:
+// the SDK creates the per-thread stack on first push and keeps it].
+uint64_t ExternalTopLocked(uint64_t ctx, uint64_t tid) {
+  auto it = g_ext.find({ctx, tid});
+  if (it == g_ext.end()) {
+    const uint64_t def = g_default_tid.load();
+    if (def == 0 || def == tid) return 0;
+    it = g_ext.find({ctx, def});
+    if (it == g_ext.end()) return 0;
+  }
+  return it->second.empty() ? 0 : it->second.back();
+}
+
+uint64_t ExternalTop(uint64_t ctx, uint64_t tid) {
+  std::lock_guard<std::mutex> lock(g_ext_mutex);
+  return ExternalTopLocked(ctx, tid);
+}
+
 // One frame per traced call on this thread: ENTER pushes, EXIT pops, so both phases of a call
 // share the correlation id and the per-service user_data slots. A deque keeps references valid
 // while a callback makes nested traced calls.
@@ -432,37 +659,42 @@ int CollectTargets(int kind, int op, Target* out, int max) {
   return n;
 }
 
+// One callback-tracing record, in the version's layout, to one service.
+void DeliverOne(const Target& t, int kind, int op, int phase, uint64_t correlation, void* payload,
+                uint64_t* user_data) {
+  const uint64_t tid = ThreadId();
+  if (Layout7()) {
+    Record7 r{};
+    r.context_id = t.context;
+    r.thread_id = tid;
+    r.correlation_internal = correlation;
+    r.correlation_external = ExternalTop(t.context, tid);
+    r.correlation_ancestor = 0;
+    r.kind = kind;
+    r.operation = op;
+    r.phase = phase;
+    r.payload = payload;
+    reinterpret_cast<Callback7>(t.callback)(r, user_data, t.cb_data);
+  } else {
+    Record6 r{};
+    r.context_id = t.context;
+    r.thread_id = tid;
+    r.correlation_internal = correlation;
+    r.correlation_external = ExternalTop(t.context, tid);
+    r.kind = kind;
+    r.operation = op;
+    r.phase = phase;
+    r.payload = payload;
+    reinterpret_cast<Callback6>(t.callback)(r, user_data, t.cb_data);
+  }
+  g_delivered.fetch_add(1, std::memory_order_relaxed);
+}
+
 int Deliver(const Target* targets, int n, int kind, int op, int phase, uint64_t correlation,
             void* payload, CallFrame& frame) {
-  const uint64_t tid = ThreadId();
   for (int i = 0; i < n; ++i) {
-    const Target& t = targets[i];
-    uint64_t* user_data = &frame.user_data[t.slot];
-    if (Layout7()) {
-      Record7 r{};
-      r.context_id = t.context;
-      r.thread_id = tid;
-      r.correlation_internal = correlation;
-      r.correlation_external = 0;
-      r.correlation_ancestor = 0;
-      r.kind = kind;
-      r.operation = op;
-      r.phase = phase;
-      r.payload = payload;
-      reinterpret_cast<Callback7>(t.callback)(r, user_data, t.cb_data);
-    } else {
-      Record6 r{};
-      r.context_id = t.context;
-      r.thread_id = tid;
-      r.correlation_internal = correlation;
-      r.correlation_external = 0;
-      r.kind = kind;
-      r.operation = op;
-      r.phase = phase;
-      r.payload = payload;
-      reinterpret_cast<Callback6>(t.callback)(r, user_data, t.cb_data);
-    }
-    g_delivered.fetch_add(1, std::memory_order_relaxed);
+    DeliverOne(targets[i], kind, op, phase, correlation, payload,
+               &frame.user_data[targets[i].slot]);
   }
   return n;
 }
@@ -552,6 +784,423 @@ int Marker(int kind, int op, int phase, const char* message, uint64_t arg_u64, i
 }
 
 // ---------------------------------------------------------------------------------------------
+// Poisoned memory: what a consumer got for one callback and must not keep
+// ---------------------------------------------------------------------------------------------
+
+// After a callback returns, the memory it was lent (buffer records, kernel names) is overwritten
+// with kPoison and kept mapped here for the next kQuarantine blocks, so a consumer that kept a
+// pointer reads 0xA5 garbage (deterministically, not whatever the allocator reused the memory
+// for), and a test can check that the poison happened. Leaked on purpose: the delivery thread may
+// still run during static destruction.
+constexpr size_t kQuarantine = 64;
+struct QuarantineState {
+  std::mutex m;
+  std::deque<std::unique_ptr<unsigned char[]>> blocks;
+};
+QuarantineState& Q() {
+  static QuarantineState* q = new QuarantineState;
+  return *q;
+}
+
+void PoisonAndQuarantine(std::unique_ptr<unsigned char[]> block, size_t len) {
+  if (!block) return;
+  std::memset(block.get(), kPoison, len);
+  QuarantineState& q = Q();
+  std::lock_guard<std::mutex> lock(q.m);
+  q.blocks.push_back(std::move(block));
+  while (q.blocks.size() > kQuarantine) q.blocks.pop_front();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers (rocprofiler_abi.md 3.6) and their delivery thread
+// ---------------------------------------------------------------------------------------------
+
+struct PendingRecord {
+  uint32_t category = 0;
+  uint32_t kind = 0;
+  std::vector<unsigned char> bytes;  // the payload the header points at
+};
+
+struct Buffer {
+  uint64_t handle = 0;
+  uint64_t context = 0;  // the context it was created in: the callback's first argument
+  size_t size = 0;
+  size_t watermark = 0;
+  int policy = 0;
+  BufferCallback callback = nullptr;
+  void* cb_data = nullptr;
+  std::vector<PendingRecord> pending;  // not yet handed to the delivery thread
+  size_t pending_bytes = 0;            // payload bytes of `pending`
+  uint64_t drops = 0;                  // dropped since the last batch was sealed
+  uint64_t sealed = 0;                 // batches handed to the delivery thread
+  uint64_t delivered = 0;              // batches whose callback has returned
+  bool destroyed = false;
+};
+
+struct Batch {
+  Buffer* buffer = nullptr;
+  std::vector<PendingRecord> records;
+  uint64_t drops = 0;
+  uint64_t seq = 0;
+};
+
+// Leaked on purpose (see Q()).
+struct BufferState {
+  std::mutex m;
+  std::condition_variable cv;  // queue changes and deliveries, for the thread and for waiters
+  std::deque<Buffer> buffers;  // stable addresses; destroyed ones stay, marked
+  uint64_t next_handle = 5000;
+  std::deque<Batch> queue;
+  bool thread_started = false;
+  bool closed = false;       // finalized: nothing is sealed any more
+  uint64_t extra_drops = 0;  // fake_sdk_set_next_drop_count
+};
+BufferState& B() {
+  static BufferState* s = new BufferState;
+  return *s;
+}
+
+std::atomic<uint64_t> g_delivery_tid{0};
+std::atomic<bool> g_reversed{false};
+std::atomic<uint64_t> g_buffer_flushes{0};
+std::atomic<uint64_t> g_records_delivered{0};
+std::atomic<uint64_t> g_records_discarded{0};
+std::atomic<uint64_t> g_next_dispatch_id{1};
+
+bool OnDeliveryThread() { return ThreadId() == g_delivery_tid.load(); }
+
+Buffer* FindBufferLocked(uint64_t handle) {
+  for (auto& b : B().buffers) {
+    if (b.handle == handle && !b.destroyed) return &b;
+  }
+  return nullptr;
+}
+
+// Builds the array of header pointers, the headers and the payloads in one block, calls the
+// consumer, then poisons the block.
+void DeliverBatch(uint64_t context, uint64_t buffer, BufferCallback cb, void* cb_data,
+                  std::vector<PendingRecord>& records, uint64_t drops) {
+  const size_t n = records.size();
+  if (g_reversed.load()) std::reverse(records.begin(), records.end());
+  size_t total = n * (sizeof(RecordHeader*) + sizeof(RecordHeader));
+  for (const auto& r : records) total += (r.bytes.size() + 7) & ~size_t{7};
+  if (total == 0) total = 16;  // a valid (empty) array even when only drops are reported
+  std::unique_ptr<unsigned char[]> block(new unsigned char[total]);
+  auto** ptrs = reinterpret_cast<RecordHeader**>(block.get());
+  auto* headers = reinterpret_cast<RecordHeader*>(block.get() + n * sizeof(RecordHeader*));
+  unsigned char* payload = block.get() + n * (sizeof(RecordHeader*) + sizeof(RecordHeader));
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(payload, records[i].bytes.data(), records[i].bytes.size());
+    headers[i].category = records[i].category;
+    headers[i].kind = records[i].kind;
+    headers[i].payload = payload;
+    ptrs[i] = &headers[i];
+    payload += (records[i].bytes.size() + 7) & ~size_t{7};
+  }
+  cb(context, buffer, ptrs, n, cb_data, drops);
+  g_records_delivered.fetch_add(n);
+  PoisonAndQuarantine(std::move(block), total);
+}
+
+// The SDK-internal thread (one per process, started with the first sealed batch): delivers
+// batches in the order they were sealed.
+void DeliveryLoop() {
+  BufferState& st = B();
+  g_delivery_tid.store(ThreadId());
+  std::unique_lock<std::mutex> lock(st.m);
+  for (;;) {
+    st.cv.wait(lock, [&] { return !st.queue.empty(); });
+    Batch batch = std::move(st.queue.front());
+    st.queue.pop_front();
+    Buffer* b = batch.buffer;
+    const uint64_t context = b->context, handle = b->handle;
+    const BufferCallback cb = b->callback;
+    void* const cb_data = b->cb_data;
+    lock.unlock();
+    if (cb != nullptr) DeliverBatch(context, handle, cb, cb_data, batch.records, batch.drops);
+    lock.lock();
+    b->delivered = batch.seq;
+    st.cv.notify_all();
+  }
+}
+
+// Hands the buffer's pending records (and drop count) to the delivery thread as one batch.
+// Returns false if there is nothing to hand over.
+bool SealLocked(Buffer& b) {
+  BufferState& st = B();
+  if (st.closed) return false;
+  if (b.pending.empty() && b.drops == 0 && st.extra_drops == 0) return false;
+  Batch batch;
+  batch.buffer = &b;
+  batch.records.swap(b.pending);
+  batch.drops = b.drops + st.extra_drops;
+  batch.seq = ++b.sealed;
+  b.pending_bytes = 0;
+  b.drops = 0;
+  st.extra_drops = 0;
+  st.queue.push_back(std::move(batch));
+  if (!st.thread_started) {
+    st.thread_started = true;
+    std::thread(&DeliveryLoop).detach();
+  }
+  st.cv.notify_all();
+  return true;
+}
+
+// Appends one record. LOSSLESS never drops: a record that does not fit seals the current half
+// and starts the other (the real SDK double-buffers and blocks the producer when both halves
+// are full; this fake queues without bound and never blocks [simplification]). DISCARD and NONE
+// drop a record that does not fit in size_bytes and count it for the next batch's drop_count
+// [inferred: the SDK gives NONE the same drop behaviour as DISCARD]. Reaching the watermark
+// seals (watermark 0: every record). Returns whether the record went in.
+bool AppendLocked(Buffer& b, uint32_t category, uint32_t kind, const void* bytes, size_t len) {
+  if (b.destroyed || B().closed) return false;
+  if (b.pending_bytes + len > b.size) {
+    if (b.policy != kPolicyLossless) {
+      ++b.drops;
+      return false;
+    }
+    SealLocked(b);
+  }
+  PendingRecord r;
+  r.category = category;
+  r.kind = kind;
+  r.bytes.assign(static_cast<const unsigned char*>(bytes),
+                 static_cast<const unsigned char*>(bytes) + len);
+  b.pending.push_back(std::move(r));
+  b.pending_bytes += len;
+  if (b.pending_bytes >= b.watermark) SealLocked(b);
+  return true;
+}
+
+// (context, buffer) of every started context with KERNEL_DISPATCH buffer tracing whose
+// operation filter passes COMPLETE.
+std::vector<std::pair<uint64_t, uint64_t>> KernelDispatchTargets() {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& c : g_contexts) {
+    if (!c.active.load(std::memory_order_acquire)) continue;
+    for (const auto& s : c.buffer_services) {
+      if (s.kind != kBufferKindKernelDispatch) continue;
+      if (!s.ops.empty() &&
+          std::find(s.ops.begin(), s.ops.end(), kKernelDispatchComplete) == s.ops.end()) {
+        continue;
+      }
+      out.emplace_back(c.handle, s.buffer);
+    }
+  }
+  return out;
+}
+
+int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint64_t agent_id,
+                   uint64_t queue_id) {
+  const auto targets = KernelDispatchTargets();
+  if (targets.empty()) return 0;
+  const uint64_t tid = ThreadId();
+  // One enqueue: one correlation id and one dispatch id, whichever contexts record it.
+  const uint64_t correlation = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t dispatch_id = g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
+  std::vector<KernelDispatchRecord> records(targets.size());
+  {
+    std::lock_guard<std::mutex> lock(g_ext_mutex);
+    for (size_t i = 0; i < targets.size(); ++i) {
+      KernelDispatchRecord& r = records[i];
+      std::memset(&r, 0, sizeof(r));
+      r.size = sizeof(KernelDispatchRecord);
+      r.kind = kBufferKindKernelDispatch;
+      r.operation = kKernelDispatchComplete;
+      r.correlation_internal = correlation;
+      r.correlation_external = ExternalTopLocked(targets[i].first, tid);  // at enqueue time
+      r.thread_id = tid;
+      r.start_timestamp = start_ns;
+      r.end_timestamp = end_ns;
+      KernelDispatchInfo& d = r.dispatch_info;
+      d.size = kDispatchInfoSizeField;
+      d.agent_id = agent_id;
+      d.queue_id = queue_id;
+      d.kernel_id = kernel_id;
+      d.dispatch_id = dispatch_id;
+      d.private_segment_size = 0;
+      d.group_segment_size = 0;
+      d.workgroup_size = Dim3{256, 1, 1};
+      d.grid_size = Dim3{65536, 1, 1};
+    }
+  }
+  int n = 0;
+  std::lock_guard<std::mutex> lock(B().m);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Buffer* b = FindBufferLocked(targets[i].second);
+    if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindKernelDispatch,
+                                     &records[i], sizeof(records[i]))) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Code objects (CODE_OBJECT callback tracing, rocprofiler_abi.md 4.5, 5.6)
+// ---------------------------------------------------------------------------------------------
+
+struct Symbol {
+  uint64_t kernel_id = 0;
+  std::string name;                     // the caller's string, copied
+  std::unique_ptr<unsigned char[]> live;  // the kernel_name lent to consumers until UNLOAD
+  uint64_t user_data[kMaxServices] = {};  // LOAD -> UNLOAD, per service [inferred]
+};
+
+struct CodeObject {
+  uint64_t id = 0;
+  std::string uri;
+  std::deque<Symbol> symbols;
+  uint64_t user_data[kMaxServices] = {};
+};
+
+std::mutex g_co_mutex;
+std::map<uint64_t, std::unique_ptr<CodeObject>> g_code_objects;
+std::atomic<int> g_strict_names{-1};  // -1: not yet read from FAKE_ROCPROFILER_STRICT_NAMES
+
+bool StrictNames() {
+  int v = g_strict_names.load();
+  if (v < 0) {
+    v = EnvTrue("FAKE_ROCPROFILER_STRICT_NAMES") ? 1 : 0;
+    g_strict_names.store(v);
+  }
+  return v != 0;
+}
+
+std::unique_ptr<unsigned char[]> CopyName(const std::string& name) {
+  std::unique_ptr<unsigned char[]> p(new unsigned char[name.size() + 1]);
+  std::memcpy(p.get(), name.c_str(), name.size() + 1);
+  return p;
+}
+
+// Poisons a lent name but keeps a NUL at the end, so a consumer that reads it late gets a
+// string of 0xA5 bytes rather than running off the block.
+void RetireName(std::unique_ptr<unsigned char[]> p, size_t len) {
+  if (p) PoisonAndQuarantine(std::move(p), len);  // byte len is the NUL and stays
+}
+
+void FillLoadData(CodeObjectLoadData* d, const CodeObject& co) {
+  std::memset(d, 0, sizeof(*d));
+  d->size = sizeof(CodeObjectLoadData);
+  d->code_object_id = co.id;
+  d->agent_id = 1;
+  d->hsa_agent = 0;
+  d->uri = co.uri.c_str();
+  d->load_base = 0x7f0000000000ull + (co.id << 24);
+  d->load_size = 1 << 20;
+  d->load_delta = 0;
+  d->storage_type = 1;  // FILE
+  d->storage.storage_file = -1;
+}
+
+// The payload in a KernelSymbolData-sized block; for versions < 600 only the first 72 bytes are
+// the struct (size = 72) and the 16 bytes behind it are poison, so a consumer that reads the
+// 6.4+ fields without checking size reads 0xA5 garbage.
+void FillSymbolData(KernelSymbolData* d, uint64_t co_id, uint64_t kernel_id, const char* name) {
+  std::memset(d, 0, sizeof(*d));
+  d->size = Version() >= 600 ? sizeof(KernelSymbolData) : kKernelSymbolSizeOld;
+  d->kernel_id = kernel_id;
+  d->code_object_id = co_id;
+  d->kernel_name = name;
+  d->kernel_object = 0x7e0000000000ull + kernel_id * 0x100;
+  d->kernarg_segment_size = 64;
+  d->kernarg_segment_alignment = 16;
+  d->group_segment_size = 0;
+  d->private_segment_size = 0;
+  d->sgpr_count = 16;
+  d->arch_vgpr_count = 32;
+  d->accum_vgpr_count = 0;
+  if (Version() >= 600) {
+    d->kernel_code_entry_byte_offset = 256;
+    d->kernel_address = d->kernel_object + 256;
+  } else {
+    std::memset(reinterpret_cast<unsigned char*>(d) + kKernelSymbolSizeOld, kPoison,
+                sizeof(*d) - kKernelSymbolSizeOld);
+  }
+}
+
+// The first symbol of a code object first delivers the code object's LOAD (operation LOAD, the
+// load-data payload), as the real SDK reports a code object before its symbols. Code-object
+// records carry internal correlation id 0 [inferred]. Contexts started later do not get a replay
+// of what was loaded before [simplification].
+int LoadKernelSymbol(uint64_t kernel_id, const char* mangled_name, uint64_t code_object_id) {
+  CodeObject* co = nullptr;
+  Symbol* sym = nullptr;
+  bool fresh = false;
+  {
+    std::lock_guard<std::mutex> lock(g_co_mutex);
+    auto& slot = g_code_objects[code_object_id];
+    if (!slot) {
+      fresh = true;
+      slot.reset(new CodeObject);
+      slot->id = code_object_id;
+      slot->uri = "file:///fake/code_object_" + std::to_string(code_object_id) + ".hsaco";
+    }
+    co = slot.get();
+    co->symbols.emplace_back();
+    sym = &co->symbols.back();
+    sym->kernel_id = kernel_id;
+    sym->name = mangled_name ? mangled_name : "";
+    sym->live = CopyName(sym->name);
+  }
+  Target targets[kMaxServices];
+  if (fresh) {
+    const int n = CollectTargets(kKindCodeObject, kCodeObjectOpLoad, targets, kMaxServices);
+    CodeObjectLoadData d;
+    FillLoadData(&d, *co);
+    for (int i = 0; i < n; ++i) {
+      DeliverOne(targets[i], kKindCodeObject, kCodeObjectOpLoad, kPhaseLoad, 0, &d,
+                 &co->user_data[targets[i].slot]);
+    }
+  }
+  const int n = CollectTargets(kKindCodeObject, kCodeObjectOpKernelSymbol, targets, kMaxServices);
+  KernelSymbolData d;
+  FillSymbolData(&d, code_object_id, kernel_id, reinterpret_cast<const char*>(sym->live.get()));
+  for (int i = 0; i < n; ++i) {
+    DeliverOne(targets[i], kKindCodeObject, kCodeObjectOpKernelSymbol, kPhaseLoad, 0, &d,
+               &sym->user_data[targets[i].slot]);
+  }
+  if (StrictNames()) RetireName(std::move(sym->live), sym->name.size());
+  return n;
+}
+
+// UNLOAD: every symbol's DEVICE_KERNEL_SYMBOL_REGISTER with phase UNLOAD, then the code object's
+// LOAD operation with phase UNLOAD (the reverse of loading) [inferred]. The kernel names are
+// poisoned once all of those callbacks returned.
+int UnloadCodeObject(uint64_t code_object_id) {
+  std::unique_ptr<CodeObject> co;
+  {
+    std::lock_guard<std::mutex> lock(g_co_mutex);
+    auto it = g_code_objects.find(code_object_id);
+    if (it == g_code_objects.end()) return -1;
+    co = std::move(it->second);
+    g_code_objects.erase(it);
+  }
+  Target targets[kMaxServices];
+  int n = CollectTargets(kKindCodeObject, kCodeObjectOpKernelSymbol, targets, kMaxServices);
+  for (auto& sym : co->symbols) {
+    if (!sym.live) sym.live = CopyName(sym.name);  // strict mode retired the LOAD copy
+    KernelSymbolData d;
+    FillSymbolData(&d, co->id, sym.kernel_id, reinterpret_cast<const char*>(sym.live.get()));
+    for (int i = 0; i < n; ++i) {
+      DeliverOne(targets[i], kKindCodeObject, kCodeObjectOpKernelSymbol, kPhaseUnload, 0, &d,
+                 &sym.user_data[targets[i].slot]);
+    }
+  }
+  n = CollectTargets(kKindCodeObject, kCodeObjectOpLoad, targets, kMaxServices);
+  CodeObjectLoadData d;
+  FillLoadData(&d, *co);
+  for (int i = 0; i < n; ++i) {
+    DeliverOne(targets[i], kKindCodeObject, kCodeObjectOpLoad, kPhaseUnload, 0, &d,
+               &co->user_data[targets[i].slot]);
+  }
+  for (auto& sym : co->symbols) RetireName(std::move(sym.live), sym.name.size());
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Configure / finalize
 // ---------------------------------------------------------------------------------------------
 
@@ -565,6 +1214,30 @@ void Finalize() {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     for (auto& c : g_contexts) c.active.store(false, std::memory_order_release);
+  }
+  // The SDK does not flush buffers by itself: what the tool did not flush (in its finalize at
+  // the latest) is lost. Batches already handed to the delivery thread are still delivered, and
+  // finalize waits for them, so no buffer callback runs after it returns (unless it runs on the
+  // delivery thread itself) [inferred].
+  {
+    BufferState& st = B();
+    std::unique_lock<std::mutex> lock(st.m);
+    for (auto& b : st.buffers) {
+      g_records_discarded.fetch_add(b.pending.size());
+      b.pending.clear();
+      b.pending_bytes = 0;
+      b.drops = 0;
+    }
+    st.extra_drops = 0;
+    st.closed = true;
+    if (!OnDeliveryThread()) {
+      st.cv.wait(lock, [&] {
+        for (const auto& b : st.buffers) {
+          if (b.delivered < b.sealed) return false;
+        }
+        return true;
+      });
+    }
   }
   g_fini_status.store(1);
 }
@@ -656,6 +1329,8 @@ FAKE_EXPORT int rocprofiler_is_finalized(int* status) {
 
 FAKE_EXPORT int rocprofiler_force_configure(ConfigureFn configure_fn) {
   FAKE_FAULT(rocprofiler_force_configure);
+  uint64_t no_default = 0;
+  g_default_tid.compare_exchange_strong(no_default, ThreadId());  // see ExternalTopLocked
   if (LockedByOther() || g_init_status.load() != 0) return Code(kConfigurationLocked);
   if (configure_fn == nullptr) return Code(kInvalidArgument);
   if (g_forced.exchange(true)) return Code(kConfigurationLocked);
@@ -753,6 +1428,147 @@ FAKE_EXPORT int rocprofiler_configure_callback_tracing_service(uint64_t context_
   svc.cb_data = callback_args;
   svc.slot = g_service_count++;
   ctx->services.push_back(std::move(svc));
+  return kSuccess;
+}
+
+// rocprofiler_create_buffer (rocprofiler_abi.md 3.6). Setup call: only inside initialize. A null
+// callback or out pointer, or a policy outside NONE/DISCARD/LOSSLESS, is INVALID_ARGUMENT
+// [inferred]; a non-zero *buffer_id is accepted (the spec only says to zero it) [inferred]; a
+// watermark above size_bytes is accepted as given (then DISCARD/NONE drop before it is reached).
+FAKE_EXPORT int rocprofiler_create_buffer(uint64_t context_id, size_t size_bytes,
+                                          size_t watermark_bytes, int policy,
+                                          BufferCallback callback, void* callback_data,
+                                          uint64_t* buffer_id) {
+  FAKE_FAULT(rocprofiler_create_buffer);
+  if (g_init_status.load() > -1) return Code(kConfigurationLocked);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (FindContextLocked(context_id) == nullptr) return Code(kContextNotFound);
+  if (buffer_id == nullptr || callback == nullptr) return Code(kInvalidArgument);
+  if (policy < kPolicyNone || policy > kPolicyLossless) return Code(kInvalidArgument);
+  BufferState& st = B();
+  std::lock_guard<std::mutex> block(st.m);
+  st.buffers.emplace_back();
+  Buffer& b = st.buffers.back();
+  b.handle = st.next_handle++;
+  b.context = context_id;
+  b.size = size_bytes;
+  b.watermark = watermark_bytes;
+  b.policy = policy;
+  b.callback = callback;
+  b.cb_data = callback_data;
+  *buffer_id = b.handle;
+  return kSuccess;
+}
+
+// rocprofiler_configure_buffer_tracing_service. Checks in this order: configuration locked,
+// context, buffer (BUFFER_NOT_FOUND), kind already configured in this context for buffer tracing
+// (SERVICE_ALREADY_CONFIGURED; callback and buffer tracing of a kind are separate services),
+// kind, operations. Like the callback service, it does not look at whether the context is
+// started. A buffer created in another context is accepted; its callback then reports the
+// creating context [inferred].
+FAKE_EXPORT int rocprofiler_configure_buffer_tracing_service(uint64_t context_id, int kind,
+                                                              const int32_t* operations,
+                                                              size_t operations_count,
+                                                              uint64_t buffer_id) {
+  FAKE_FAULT(rocprofiler_configure_buffer_tracing_service);
+  if (g_init_status.load() > -1) return Code(kConfigurationLocked);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Context* ctx = FindContextLocked(context_id);
+  if (ctx == nullptr) return Code(kContextNotFound);
+  {
+    std::lock_guard<std::mutex> block(B().m);
+    if (FindBufferLocked(buffer_id) == nullptr) return Code(kBufferNotFound);
+  }
+  for (const auto& s : ctx->buffer_services) {
+    if (s.kind == kind) return Code(kServiceAlreadyConfigured);
+  }
+  if (!BufferKindExists(kind)) return Code(kKindNotFound);
+  BufferService svc;
+  svc.kind = kind;
+  svc.buffer = buffer_id;
+  if (operations != nullptr) {
+    for (size_t i = 0; i < operations_count; ++i) {
+      if (operations[i] < 0 || operations[i] >= kMaxOperation) return Code(kOperationNotFound);
+      svc.ops.push_back(operations[i]);
+    }
+  }
+  ctx->buffer_services.push_back(std::move(svc));
+  return kSuccess;
+}
+
+// rocprofiler_flush_buffer: hands what is pending to the delivery thread and waits until every
+// batch of this buffer sealed so far has been delivered (synchronous; the callback still runs on
+// the SDK thread). Called from inside a buffer callback (on the delivery thread) it would wait
+// for itself: BUFFER_BUSY, for any buffer [inferred]. After finalization it delivers nothing
+// and returns SUCCESS [inferred].
+FAKE_EXPORT int rocprofiler_flush_buffer(uint64_t buffer_id) {
+  FAKE_FAULT(rocprofiler_flush_buffer);
+  BufferState& st = B();
+  std::unique_lock<std::mutex> lock(st.m);
+  Buffer* b = FindBufferLocked(buffer_id);
+  if (b == nullptr) return Code(kBufferNotFound);
+  if (OnDeliveryThread()) return Code(kBufferBusy);
+  SealLocked(*b);
+  const uint64_t target = b->sealed;
+  st.cv.wait(lock, [&] { return b->delivered >= target; });
+  g_buffer_flushes.fetch_add(1);
+  return kSuccess;
+}
+
+// rocprofiler_destroy_buffer: discards what is pending (it does not flush; flush first),
+// waits for batches already handed to the delivery thread, then forgets the id (later calls:
+// BUFFER_NOT_FOUND; services configured with it record nothing). From inside a buffer callback:
+// BUFFER_BUSY [inferred].
+FAKE_EXPORT int rocprofiler_destroy_buffer(uint64_t buffer_id) {
+  FAKE_FAULT(rocprofiler_destroy_buffer);
+  BufferState& st = B();
+  std::unique_lock<std::mutex> lock(st.m);
+  Buffer* b = FindBufferLocked(buffer_id);
+  if (b == nullptr) return Code(kBufferNotFound);
+  if (OnDeliveryThread()) return Code(kBufferBusy);
+  b->destroyed = true;  // no more appends
+  g_records_discarded.fetch_add(b->pending.size());
+  b->pending.clear();
+  b->pending_bytes = 0;
+  b->drops = 0;
+  st.cv.wait(lock, [&] { return b->delivered >= b->sealed; });
+  return kSuccess;
+}
+
+// rocprofiler_push_external_correlation_id (rocprofiler_abi.md 3.8): value is the 8-byte
+// rocprofiler_user_data_t by value. tid < getpid() is INVALID_ARGUMENT (checked before the
+// context, as in the SDK [inferred order]); an unknown context is CONTEXT_NOT_FOUND.
+FAKE_EXPORT int rocprofiler_push_external_correlation_id(uint64_t context_id, uint64_t tid,
+                                                         uint64_t value) {
+  FAKE_FAULT(rocprofiler_push_external_correlation_id);
+  if (tid < static_cast<uint64_t>(getpid())) return Code(kInvalidArgument);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (FindContextLocked(context_id) == nullptr) return Code(kContextNotFound);
+  }
+  std::lock_guard<std::mutex> lock(g_ext_mutex);
+  g_ext[{context_id, tid}].push_back(value);
+  return kSuccess;
+}
+
+// rocprofiler_pop_external_correlation_id: `out` (nullable) receives the popped value. Popping
+// an empty (or never pushed) stack returns ERROR (1) and leaves *out alone: the spec names no
+// dedicated code, ERROR is 1 in every version (unaffected by the renumbering after 12), and a
+// consumer can only tell a failure by "not 0" anyway [choice; the real SDK may instead return
+// SUCCESS with a zero value, so a consumer must not pop what it did not push].
+FAKE_EXPORT int rocprofiler_pop_external_correlation_id(uint64_t context_id, uint64_t tid,
+                                                        uint64_t* out) {
+  FAKE_FAULT(rocprofiler_pop_external_correlation_id);
+  if (tid < static_cast<uint64_t>(getpid())) return Code(kInvalidArgument);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (FindContextLocked(context_id) == nullptr) return Code(kContextNotFound);
+  }
+  std::lock_guard<std::mutex> lock(g_ext_mutex);
+  auto it = g_ext.find({context_id, tid});
+  if (it == g_ext.end() || it->second.empty()) return kError;
+  if (out != nullptr) *out = it->second.back();
+  it->second.pop_back();
   return kSuccess;
 }
 
@@ -923,3 +1739,64 @@ FAKE_EXPORT void fake_sdk_client_name(char* buf, size_t cap) {
 // Runs the SDK's finalization now (tool finalize(tool_data) once, all contexts stopped), as the
 // SDK's atexit handler would.
 FAKE_EXPORT void fake_sdk_finalize() { Finalize(); }
+
+// ---- kernel tracing hooks (declared, with their contracts, in fake_sdk_hooks.h) ----
+
+FAKE_EXPORT int fake_sdk_load_kernel_symbol(uint64_t kernel_id, const char* mangled_name,
+                                            uint64_t code_object_id) {
+  return LoadKernelSymbol(kernel_id, mangled_name, code_object_id);
+}
+
+FAKE_EXPORT int fake_sdk_unload_code_object(uint64_t code_object_id) {
+  return UnloadCodeObject(code_object_id);
+}
+
+FAKE_EXPORT void fake_sdk_set_strict_symbol_names(int strict) {
+  g_strict_names.store(strict ? 1 : 0);
+}
+
+FAKE_EXPORT int fake_sdk_dispatch_kernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
+                                         uint64_t agent_id, uint64_t queue_id) {
+  return DispatchKernel(kernel_id, start_ns, end_ns, agent_id, queue_id);
+}
+
+FAKE_EXPORT int fake_sdk_dispatch_raw(const void* record, size_t len) {
+  if (record == nullptr || len == 0) return 0;
+  const auto targets = KernelDispatchTargets();
+  int n = 0;
+  std::lock_guard<std::mutex> lock(B().m);
+  for (const auto& t : targets) {
+    Buffer* b = FindBufferLocked(t.second);
+    if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindKernelDispatch, record, len)) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+FAKE_EXPORT void fake_sdk_set_delivery_order(int reversed) { g_reversed.store(reversed != 0); }
+
+FAKE_EXPORT uint64_t fake_sdk_buffer_flushes() { return g_buffer_flushes.load(); }
+FAKE_EXPORT uint64_t fake_sdk_records_delivered() { return g_records_delivered.load(); }
+FAKE_EXPORT uint64_t fake_sdk_records_discarded() { return g_records_discarded.load(); }
+
+FAKE_EXPORT int fake_sdk_ext_stack_depth(uint64_t context_id, uint64_t tid) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (FindContextLocked(context_id) == nullptr) return -1;
+  }
+  std::lock_guard<std::mutex> lock(g_ext_mutex);
+  auto it = g_ext.find({context_id, tid});
+  return it == g_ext.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+FAKE_EXPORT uint64_t fake_sdk_ext_stack_top(uint64_t context_id, uint64_t tid) {
+  return ExternalTop(context_id, tid);
+}
+
+FAKE_EXPORT void fake_sdk_set_next_drop_count(uint64_t n) {
+  std::lock_guard<std::mutex> lock(B().m);
+  B().extra_drops += n;
+}
+
+FAKE_EXPORT uint64_t fake_sdk_delivery_thread_id() { return g_delivery_tid.load(); }

@@ -1,0 +1,126 @@
+// Test hooks of the fake rocprofiler-sdk (fake_rocprofiler_sdk.cc) for kernel tracing: code-object
+// symbol loads, kernel dispatches into KERNEL_DISPATCH buffers, delivery and external-correlation
+// probes. The fake exports them with C linkage and default visibility; a test either includes
+// this header and links the fake, or (the usual way, since the fake is dlopen'ed RTLD_GLOBAL)
+// looks them up with dlsym and casts to the FakeSdk*Fn pointer types below.
+//
+// What the fake models (rocprofiler_abi.md 3.6, 3.8, 4.2-4.5, 5.1-5.6):
+//  - rocprofiler_create_buffer / configure_buffer_tracing_service / flush_buffer /
+//    destroy_buffer with KERNEL_DISPATCH (buffer kind 11) records: a 16-byte
+//    rocprofiler_record_header_t {category TRACING = 1 @0, kind 11 @4, payload @8} pointing at
+//    a 184-byte rocprofiler_buffer_tracing_kernel_dispatch_record_t (all versions).
+//  - Delivery on ONE SDK-internal thread per process (started lazily): when a buffer's pending
+//    payload bytes reach its watermark (0: every record), or on rocprofiler_flush_buffer, which
+//    returns only after the callback has returned. Record memory (the header-pointer array, the
+//    headers, the payloads) is valid only during the callback: afterwards it is overwritten with
+//    0xA5 and kept mapped for the next 64 delivered blocks, so kept pointers read garbage.
+//  - LOSSLESS never drops (a record that does not fit in size_bytes starts a new batch);
+//    DISCARD and NONE drop records that do not fit and report them in the next batch's
+//    drop_count.
+//  - Records pending in a buffer are delivered at the next flush/watermark even if their context
+//    was stopped meanwhile. Finalization does NOT flush: unflushed records are lost.
+//  - CODE_OBJECT callback tracing (callback kind 10) in the version's callback record layout:
+//    a code object's LOAD (operation 1, phase LOAD, 88-byte load-data payload) before its first
+//    symbol's DEVICE_KERNEL_SYMBOL_REGISTER (operation 2, phase LOAD, payload size 72 below
+//    version 600 and 88 from 600 on). kernel_name is freed (poisoned) after the UNLOAD
+//    callbacks, or right after the LOAD callbacks in strict mode.
+//  - External correlation stacks: one LIFO per (context, thread). Records made on a thread carry
+//    its top (kernel dispatches: at enqueue time); a thread that never pushed for a context
+//    inherits the top of the default thread (the first thread that called
+//    rocprofiler_force_configure); a thread that pushed and popped back to empty carries 0.
+//
+// Not thread-safe against themselves for one code object (load and unload of the same code
+// object from two threads at once); everything else may be called from any thread.
+#ifndef ROCTX_UTILS_CC_TESTS_FAKE_SDK_HOOKS_H_
+#define ROCTX_UTILS_CC_TESTS_FAKE_SDK_HOOKS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Loads kernel symbol `kernel_id` named `mangled_name` (copied; NULL = "") of code object
+// `code_object_id`. To every started context that configured callback tracing of CODE_OBJECT
+// (operation filter applied) it delivers, on the calling thread: first, if this is the code
+// object's first symbol, the code object's LOAD (operation LOAD = 1, phase LOAD = 1), then the
+// symbol's DEVICE_KERNEL_SYMBOL_REGISTER (operation 2, phase LOAD). Returns the number of
+// symbol-register callbacks made (one per subscribed started context).
+int fake_sdk_load_kernel_symbol(uint64_t kernel_id, const char* mangled_name,
+                                uint64_t code_object_id);
+
+// Unloads a code object: a symbol-register UNLOAD (phase 2) per symbol, then the code object's
+// LOAD operation with phase UNLOAD, to every started CODE_OBJECT subscriber; afterwards the
+// kernel_name strings are poisoned (0xA5 bytes, NUL kept). Returns the number of code-object
+// UNLOAD callbacks made, or -1 if the code object is not loaded.
+int fake_sdk_unload_code_object(uint64_t code_object_id);
+
+// Strict mode (non-zero): a kernel_name is poisoned right after its LOAD callbacks return (the
+// UNLOAD callbacks get a fresh copy), so a consumer must copy it inside the callback. Default:
+// env FAKE_ROCPROFILER_STRICT_NAMES (true/1/yes/on), else off.
+void fake_sdk_set_strict_symbol_names(int strict);
+
+// A kernel enqueue on the calling thread. For every STARTED context with KERNEL_DISPATCH buffer
+// tracing (operation filter must pass COMPLETE = 2 or be empty) it appends one record to that
+// context's buffer: size 184, kind 11, operation COMPLETE, correlation internal = a fresh id
+// (one per call), external = the calling thread's stack top for that context (see above),
+// thread_id = gettid(), the given timestamps, dispatch_info {size 72, agent_id, queue_id,
+// kernel_id, dispatch_id = a process-wide counter from 1 (one per call), segment sizes 0,
+// workgroup {256,1,1}, grid {65536,1,1}}. Stopped contexts get nothing. Returns the number of
+// buffers the record went into (a record dropped by a DISCARD/NONE buffer does not count).
+int fake_sdk_dispatch_kernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
+                             uint64_t agent_id, uint64_t queue_id);
+
+// Appends a caller-built payload of `len` bytes (copied as is: any size, any contents) behind a
+// header {TRACING, KERNEL_DISPATCH} to the same buffers fake_sdk_dispatch_kernel would use, for
+// malformed-record tests. Counts `len` bytes against size and watermark. Returns the number of
+// buffers it went into (0 for record == NULL or len == 0).
+int fake_sdk_dispatch_raw(const void* record, size_t len);
+
+// Non-zero: every delivered batch is passed in reverse append order (consumers must order by
+// device timestamps themselves). Zero (default): append order.
+void fake_sdk_set_delivery_order(int reversed);
+
+// rocprofiler_flush_buffer calls that returned SUCCESS.
+uint64_t fake_sdk_buffer_flushes(void);
+
+// Records passed to buffer callbacks so far (all buffers).
+uint64_t fake_sdk_records_delivered(void);
+
+// Records discarded unflushed by finalization or rocprofiler_destroy_buffer (drops by a full
+// DISCARD/NONE buffer are not counted here; they go to drop_count).
+uint64_t fake_sdk_records_discarded(void);
+
+// Depth of the external-correlation stack of (context, tid) itself, without inheritance: 0 if
+// that thread never pushed for the context; -1 if the context does not exist.
+int fake_sdk_ext_stack_depth(uint64_t context_id, uint64_t tid);
+
+// The external correlation value a record made now on `tid` for `context_id` would carry,
+// inheritance from the default thread included; 0 if none.
+uint64_t fake_sdk_ext_stack_top(uint64_t context_id, uint64_t tid);
+
+// Adds `n` to the drop_count of the next batch sealed for any buffer (a flush of a buffer with
+// nothing pending still makes a callback with 0 records to report it).
+void fake_sdk_set_next_drop_count(uint64_t n);
+
+// gettid() of the SDK-internal delivery thread; 0 before the first batch was sealed.
+uint64_t fake_sdk_delivery_thread_id(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+
+// dlsym pointer types (C++ only).
+using FakeSdkLoadKernelSymbolFn = int (*)(uint64_t, const char*, uint64_t);
+using FakeSdkUnloadCodeObjectFn = int (*)(uint64_t);
+using FakeSdkSetStrictSymbolNamesFn = void (*)(int);
+using FakeSdkDispatchKernelFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+using FakeSdkDispatchRawFn = int (*)(const void*, size_t);
+using FakeSdkSetDeliveryOrderFn = void (*)(int);
+using FakeSdkCounterFn = uint64_t (*)(void);
+using FakeSdkExtStackDepthFn = int (*)(uint64_t, uint64_t);
+using FakeSdkExtStackTopFn = uint64_t (*)(uint64_t, uint64_t);
+using FakeSdkSetNextDropCountFn = void (*)(uint64_t);
+#endif
+
+#endif  // ROCTX_UTILS_CC_TESTS_FAKE_SDK_HOOKS_H_
