@@ -16,10 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -175,6 +179,155 @@ T At(const unsigned char* p, size_t off) {
   return v;
 }
 
+// ---- kernel tracing: the spec's buffer and code-object layouts (5.2-5.4, 5.6), declared
+// independently of the fake ----
+
+struct Hdr {
+  uint32_t category;
+  uint32_t kind;
+  void* payload;
+};
+static_assert(sizeof(Hdr) == 16 && offsetof(Hdr, kind) == 4 && offsetof(Hdr, payload) == 8,
+              "record header");
+
+constexpr size_t kKdRecordSize = 184;  // rocprofiler_buffer_tracing_kernel_dispatch_record_t
+// Field offsets of the kernel dispatch buffer record (5.4), dispatch_info (5.3) at 56.
+constexpr size_t kKdSize = 0, kKdKind = 8, kKdOp = 12, kKdInternal = 16, kKdExternal = 24,
+                 kKdThread = 32, kKdStart = 40, kKdEnd = 48, kKdInfo = 56, kKdInfoSize = 56,
+                 kKdAgent = 64, kKdQueue = 72, kKdKernel = 80, kKdDispatchId = 88,
+                 kKdPrivSeg = 96, kKdGroupSeg = 100, kKdWorkgroup = 104, kKdGrid = 116,
+                 kKdPadding = 128;
+static_assert(kKdPadding + 56 == kKdRecordSize, "184 = 56 + 128-byte dispatch_info");
+static_assert(kKdInfo + 8 == kKdAgent && kKdInfo + 24 == kKdKernel && kKdInfo + 60 == kKdGrid,
+              "dispatch_info offsets");
+
+constexpr int kBufKernelDispatch = 11, kOpComplete = 2, kCategoryTracing = 1;
+constexpr int kPolicyNone = 0, kPolicyDiscard = 1, kPolicyLossless = 2;
+constexpr int kCoLoad = 1, kCoKernelSymbol = 2, kPhaseLoad = 1, kPhaseUnload = 2;
+constexpr unsigned char kPoison = 0xA5;
+
+int BufferNotFound() { return 3; }
+int BufferBusy() { return EnvVersion() < 500 ? 13 : 14; }
+// ROCPROFILER_BUFFER_TRACING_LAST (4.2): 15 in 6.2, 19 in ~6.3, 20 in ~6.4, 33 in 7.0.
+int BufferKindLast() {
+  const uint32_t v = EnvVersion();
+  return v >= 10000 ? 33 : v >= 600 ? 20 : v >= 500 ? 19 : 15;
+}
+
+// What one buffer callback saw (copied inside the callback) and the pointers it was lent.
+struct RecCopy {
+  uint32_t category = 0, kind = 0;
+  uint64_t hash = 0;                 // the header's union view at offset 0
+  std::vector<unsigned char> bytes;  // the payload, as many bytes as its size field says (<=512)
+  const unsigned char* ptr = nullptr;
+};
+struct Batch {
+  uint64_t ctx = 0, buf = 0, drop = 0, tid = 0;
+  size_t n = 0;
+  std::vector<RecCopy> recs;
+  const void* headers = nullptr;
+  const void* first_header = nullptr;
+  int flush_in_callback = -99;  // status of a flush made from inside the callback, if asked
+};
+
+std::mutex g_batch_mutex;
+std::vector<Batch> g_batches;
+int g_buffer_tag = 0;
+int (*g_flush_fn)(uint64_t) = nullptr;
+std::atomic<uint64_t> g_flush_inside{0};  // non-zero: the next callback flushes this buffer
+
+void BufferCb(uint64_t ctx, uint64_t buf, Hdr** headers, size_t n, void* cb_data, uint64_t drop) {
+  Batch b;
+  b.ctx = ctx, b.buf = buf, b.n = n, b.drop = drop, b.tid = Gettid();
+  b.headers = headers;
+  b.first_header = n ? headers[0] : nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    RecCopy r;
+    r.category = headers[i]->category;
+    r.kind = headers[i]->kind;
+    std::memcpy(&r.hash, headers[i], sizeof(r.hash));
+    r.ptr = static_cast<const unsigned char*>(headers[i]->payload);
+    uint64_t size = 0;
+    std::memcpy(&size, r.ptr, sizeof(size));
+    r.bytes.assign(r.ptr, r.ptr + std::min<uint64_t>(size, 512));
+    b.recs.push_back(std::move(r));
+  }
+  if (const uint64_t target = g_flush_inside.exchange(0)) {
+    b.flush_in_callback = g_flush_fn(target);
+  }
+  if (cb_data != &g_buffer_tag) b.n = 9999;  // cb_data must come back unchanged
+  std::lock_guard<std::mutex> lock(g_batch_mutex);
+  g_batches.push_back(std::move(b));
+}
+
+std::vector<Batch> TakeBatches() {
+  std::lock_guard<std::mutex> lock(g_batch_mutex);
+  std::vector<Batch> out;
+  out.swap(g_batches);
+  return out;
+}
+
+// Waits (up to 5 s) until at least `records` records have been delivered in total.
+std::vector<Batch> WaitRecords(size_t records) {
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(g_batch_mutex);
+      size_t total = 0;
+      for (const auto& b : g_batches) total += b.n;
+      if (total >= records) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return TakeBatches();
+}
+
+// What one CODE_OBJECT callback on the kernel context saw.
+struct CoSeen {
+  uint64_t context_id = 0, thread_id = 0, external = 0;
+  int kind = 0, op = 0, phase = 0;
+  unsigned char payload[88] = {};
+  const char* name_ptr = nullptr;
+  std::string name;
+  uint64_t* user_data = nullptr;
+  uint64_t user_data_at_entry = 0;
+};
+std::mutex g_co_mutex;
+std::vector<CoSeen> g_co;
+int g_co_tag = 0;
+
+void ObserveCo(CoSeen s, const void* payload) {
+  std::memcpy(s.payload, payload, sizeof(s.payload));
+  if (s.op == kCoKernelSymbol) {
+    std::memcpy(&s.name_ptr, s.payload + 24, sizeof(s.name_ptr));
+    s.name = s.name_ptr ? s.name_ptr : "<null>";
+  }
+  s.user_data_at_entry = *s.user_data;
+  if (s.phase == kPhaseLoad) *s.user_data = 0xC0DE000000000000ull | static_cast<uint64_t>(s.op);
+  std::lock_guard<std::mutex> lock(g_co_mutex);
+  g_co.push_back(s);
+}
+void CoCb6(Rec6 r, uint64_t* user_data, void*) {
+  CoSeen s;
+  s.context_id = r.context_id, s.thread_id = r.thread_id, s.external = r.external;
+  s.kind = r.kind, s.op = r.operation, s.phase = r.phase, s.user_data = user_data;
+  ObserveCo(s, r.payload);
+}
+void CoCb7(Rec7 r, uint64_t* user_data, void*) {
+  CoSeen s;
+  s.context_id = r.context_id, s.thread_id = r.thread_id, s.external = r.external;
+  s.kind = r.kind, s.op = r.operation, s.phase = r.phase, s.user_data = user_data;
+  ObserveCo(s, r.payload);
+}
+void* CoCallback() {
+  return Is7() ? reinterpret_cast<void*>(&CoCb7) : reinterpret_cast<void*>(&CoCb6);
+}
+std::vector<CoSeen> TakeCo() {
+  std::lock_guard<std::mutex> lock(g_co_mutex);
+  std::vector<CoSeen> out;
+  out.swap(g_co);
+  return out;
+}
+
 // ---- the fake SDK's entry points ----
 
 struct Api {
@@ -206,6 +359,26 @@ struct Api {
   int (*client_finalize_calls)() = nullptr;
   void (*client_name)(char*, size_t) = nullptr;
   void (*finalize)() = nullptr;
+  // kernel tracing (rocprofiler_abi.md 3.6, 3.8) and its hooks (fake_sdk_hooks.h)
+  int (*create_buffer)(uint64_t, size_t, size_t, int, void*, void*, uint64_t*) = nullptr;
+  int (*configure_buffer)(uint64_t, int, const int32_t*, size_t, uint64_t) = nullptr;
+  int (*flush_buffer)(uint64_t) = nullptr;
+  int (*destroy_buffer)(uint64_t) = nullptr;
+  int (*push_ext)(uint64_t, uint64_t, uint64_t) = nullptr;
+  int (*pop_ext)(uint64_t, uint64_t, uint64_t*) = nullptr;
+  int (*load_kernel_symbol)(uint64_t, const char*, uint64_t) = nullptr;
+  int (*unload_code_object)(uint64_t) = nullptr;
+  void (*set_strict_names)(int) = nullptr;
+  int (*dispatch_kernel)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t) = nullptr;
+  int (*dispatch_raw)(const void*, size_t) = nullptr;
+  void (*set_delivery_order)(int) = nullptr;
+  uint64_t (*buffer_flushes)() = nullptr;
+  uint64_t (*records_delivered)() = nullptr;
+  uint64_t (*records_discarded)() = nullptr;
+  int (*ext_stack_depth)(uint64_t, uint64_t) = nullptr;
+  uint64_t (*ext_stack_top)(uint64_t, uint64_t) = nullptr;
+  void (*set_next_drop_count)(uint64_t) = nullptr;
+  uint64_t (*delivery_thread_id)() = nullptr;
 };
 
 struct Roctx {
@@ -265,6 +438,16 @@ struct World {
   int post_create_status = -99;
   int post_configure_status = -99;
   int second_force = -99;
+
+  // kernel tracing setup, inside initialize (contexts created but not started)
+  uint64_t kctx = 0, dctx = 0, nctx = 0, lctx = 0, yctx = 0;  // kernel/discard/none/lossless/destroy
+  uint64_t kbuf = 0, dbuf = 0, nbuf = 0, lbuf = 0, ybuf = 0;
+  int kernel_setup = -99;  // first failing status of the setup sequence, 0 if all succeeded
+  int buf_bad_ctx = -99, buf_null_out = -99, buf_null_cb = -99, buf_bad_policy = -99;
+  int cfgbuf_unknown_buffer = -99, cfgbuf_again = -99, cfgbuf_kind0 = -99, cfgbuf_kind_last = -99;
+  int cfgbuf_bad_ctx = -99, cfgbuf_bad_op = -99, cfgbuf_other_kind = -99;
+  int pre_create_buffer = -99, pre_configure_buffer = -99;
+  int post_create_buffer = -99, post_configure_buffer = -99;
 };
 
 World g_world;
@@ -301,6 +484,47 @@ int ToolInitialize(void (*fini)(), void* tool_data) {
   w.create_nonzero_status = a.create_context(&w.create_nonzero_out);
 
   w.nested_force = a.force_configure(nullptr);
+
+  // Kernel tracing: one context per buffer policy (each kind once per context).
+  const size_t kWatermark4 = 4 * kKdRecordSize, kBig = 1 << 20, kSize3 = 3 * kKdRecordSize;
+  struct {
+    uint64_t* ctx;
+    uint64_t* buf;
+    size_t size, watermark;
+    int policy;
+  } setups[] = {
+      {&w.kctx, &w.kbuf, kBig, kWatermark4, kPolicyLossless},
+      {&w.dctx, &w.dbuf, kSize3, kBig, kPolicyDiscard},
+      {&w.nctx, &w.nbuf, kSize3, kBig, kPolicyNone},
+      {&w.lctx, &w.lbuf, 2 * kKdRecordSize, kBig, kPolicyLossless},
+      {&w.yctx, &w.ybuf, kBig, kBig, kPolicyLossless},
+  };
+  w.kernel_setup = 0;
+  for (auto& su : setups) {
+    int st = a.create_context(su.ctx);
+    if (st == 0) {
+      st = a.create_buffer(*su.ctx, su.size, su.watermark, su.policy,
+                           reinterpret_cast<void*>(&BufferCb), &g_buffer_tag, su.buf);
+    }
+    if (st == 0) st = a.configure_buffer(*su.ctx, kBufKernelDispatch, nullptr, 0, *su.buf);
+    if (st != 0 && w.kernel_setup == 0) w.kernel_setup = st;
+  }
+  const int st = a.configure_callback(w.kctx, kCodeObject, nullptr, 0, CoCallback(), &g_co_tag);
+  if (st != 0 && w.kernel_setup == 0) w.kernel_setup = st;
+  uint64_t scratch = 0;
+  void* bcb = reinterpret_cast<void*>(&BufferCb);
+  w.buf_bad_ctx = a.create_buffer(ctx + 777, kBig, kBig, kPolicyLossless, bcb, nullptr, &scratch);
+  w.buf_null_out = a.create_buffer(ctx, kBig, kBig, kPolicyLossless, bcb, nullptr, nullptr);
+  w.buf_null_cb = a.create_buffer(ctx, kBig, kBig, kPolicyLossless, nullptr, nullptr, &scratch);
+  w.buf_bad_policy = a.create_buffer(ctx, kBig, kBig, 3, bcb, nullptr, &scratch);
+  w.cfgbuf_unknown_buffer = a.configure_buffer(w.kctx, 7, nullptr, 0, w.kbuf + 999);
+  w.cfgbuf_again = a.configure_buffer(w.kctx, kBufKernelDispatch, nullptr, 0, w.kbuf);
+  w.cfgbuf_kind0 = a.configure_buffer(w.kctx, 0, nullptr, 0, w.kbuf);
+  w.cfgbuf_kind_last = a.configure_buffer(w.kctx, BufferKindLast(), nullptr, 0, w.kbuf);
+  w.cfgbuf_bad_ctx = a.configure_buffer(ctx + 777, kBufKernelDispatch, nullptr, 0, w.kbuf);
+  const int32_t bad_buf_op[] = {-3};
+  w.cfgbuf_bad_op = a.configure_buffer(w.yctx, 7, bad_buf_op, 1, w.ybuf);
+  w.cfgbuf_other_kind = a.configure_buffer(w.yctx, 10 /* MEMORY_COPY */, nullptr, 0, w.ybuf);
   w.start_status = a.start_context(ctx);
   return 0;
 }
@@ -394,6 +618,39 @@ const World& W() {
     Bind(h, "fake_sdk_client_finalize_calls", &a.client_finalize_calls);
     Bind(h, "fake_sdk_client_name", &a.client_name);
     Bind(h, "fake_sdk_finalize", &a.finalize);
+    Bind(h, "rocprofiler_create_buffer", &a.create_buffer);
+    Bind(h, "rocprofiler_configure_buffer_tracing_service", &a.configure_buffer);
+    Bind(h, "rocprofiler_flush_buffer", &a.flush_buffer);
+    Bind(h, "rocprofiler_destroy_buffer", &a.destroy_buffer);
+    Bind(h, "rocprofiler_push_external_correlation_id", &a.push_ext);
+    Bind(h, "rocprofiler_pop_external_correlation_id", &a.pop_ext);
+    Bind(h, "fake_sdk_load_kernel_symbol", &a.load_kernel_symbol);
+    Bind(h, "fake_sdk_unload_code_object", &a.unload_code_object);
+    Bind(h, "fake_sdk_set_strict_symbol_names", &a.set_strict_names);
+    Bind(h, "fake_sdk_dispatch_kernel", &a.dispatch_kernel);
+    Bind(h, "fake_sdk_dispatch_raw", &a.dispatch_raw);
+    Bind(h, "fake_sdk_set_delivery_order", &a.set_delivery_order);
+    Bind(h, "fake_sdk_buffer_flushes", &a.buffer_flushes);
+    Bind(h, "fake_sdk_records_delivered", &a.records_delivered);
+    Bind(h, "fake_sdk_records_discarded", &a.records_discarded);
+    Bind(h, "fake_sdk_ext_stack_depth", &a.ext_stack_depth);
+    Bind(h, "fake_sdk_ext_stack_top", &a.ext_stack_top);
+    Bind(h, "fake_sdk_set_next_drop_count", &a.set_next_drop_count);
+    Bind(h, "fake_sdk_delivery_thread_id", &a.delivery_thread_id);
+    g_flush_fn = a.flush_buffer;
+    for (void* p : {(void*)a.create_buffer, (void*)a.configure_buffer, (void*)a.flush_buffer,
+                    (void*)a.destroy_buffer, (void*)a.push_ext, (void*)a.pop_ext,
+                    (void*)a.load_kernel_symbol, (void*)a.unload_code_object,
+                    (void*)a.set_strict_names, (void*)a.dispatch_kernel, (void*)a.dispatch_raw,
+                    (void*)a.set_delivery_order, (void*)a.buffer_flushes,
+                    (void*)a.records_delivered, (void*)a.records_discarded,
+                    (void*)a.ext_stack_depth, (void*)a.ext_stack_top,
+                    (void*)a.set_next_drop_count, (void*)a.delivery_thread_id}) {
+      if (p == nullptr) {
+        w.error = "a kernel-tracing symbol of the fake SDK is missing";
+        return false;
+      }
+    }
     for (void* p :
          {(void*)a.get_version, (void*)a.get_version_triplet, (void*)a.is_initialized,
           (void*)a.is_finalized, (void*)a.force_configure, (void*)a.create_context,
@@ -417,13 +674,20 @@ const World& W() {
     }
 
     // Before configuring: setup calls are locked.
+    uint64_t late0 = 0;
     a.is_initialized(&w.pre_is_init);
     w.pre_create_handle = 0;
     w.pre_create_status = a.create_context(&w.pre_create_handle);
     w.pre_configure_status =
         a.configure_callback(1000, kMarkerCore, nullptr, 0, Callback(), nullptr);
 
+    w.pre_create_buffer = a.create_buffer(1000, 1 << 20, 1 << 20, kPolicyLossless,
+                                          reinterpret_cast<void*>(&BufferCb), nullptr, &late0);
+    w.pre_configure_buffer = a.configure_buffer(1000, kBufKernelDispatch, nullptr, 0, 5000);
     w.force_status = a.force_configure(&ToolConfigure);
+    w.post_create_buffer = a.create_buffer(w.ctx, 1 << 20, 1 << 20, kPolicyLossless,
+                                           reinterpret_cast<void*>(&BufferCb), nullptr, &late0);
+    w.post_configure_buffer = a.configure_buffer(w.kctx, 7, nullptr, 0, w.kbuf);
 
     a.is_initialized(&w.post_is_init);
     uint64_t late = 0;
@@ -858,6 +1122,562 @@ TEST(FakeSdk, TimestampsAreClockBoottime) {
   EXPECT_LE(ts, hi);
 }
 
+// ---- kernel tracing: buffers, dispatch records, code objects, external correlation ----
+
+// Starts a context for one test and stops it again however the test ends.
+struct Started {
+  const Api& a;
+  uint64_t ctx;
+  Started(const Api& api, uint64_t c) : a(api), ctx(c) { EXPECT_EQ(a.start_context(ctx), 0); }
+  ~Started() { a.stop_context(ctx); }
+};
+
+#define REQUIRE_KERNEL_SETUP()  \
+  REQUIRE_CONFIGURED();         \
+  ASSERT_EQ(w.kernel_setup, 0); \
+  TakeBatches();                \
+  TakeCo()
+
+uint64_t U64(const RecCopy& r, size_t off) { return At<uint64_t>(r.bytes.data(), off); }
+
+TEST(FakeSdkKernels, BufferSetupStatusCodes) {
+  REQUIRE_CONFIGURED();
+  EXPECT_EQ(w.kernel_setup, 0);
+  for (uint64_t b : {w.kbuf, w.dbuf, w.nbuf, w.lbuf, w.ybuf}) EXPECT_NE(b, 0u);
+  EXPECT_NE(w.kbuf, w.dbuf);
+  EXPECT_EQ(w.buf_bad_ctx, 2) << "CONTEXT_NOT_FOUND";
+  EXPECT_EQ(w.buf_null_out, InvalidArgument());
+  EXPECT_EQ(w.buf_null_cb, InvalidArgument());
+  EXPECT_EQ(w.buf_bad_policy, InvalidArgument());
+  EXPECT_EQ(w.cfgbuf_unknown_buffer, BufferNotFound());
+  EXPECT_STREQ(a.status_name(BufferNotFound()), "ROCPROFILER_STATUS_ERROR_BUFFER_NOT_FOUND");
+  EXPECT_EQ(w.cfgbuf_again, AlreadyConfigured());
+  EXPECT_EQ(w.cfgbuf_kind0, 4);
+  EXPECT_EQ(w.cfgbuf_kind_last, 4) << "LAST is not a kind";
+  EXPECT_EQ(w.cfgbuf_bad_ctx, 2);
+  EXPECT_EQ(w.cfgbuf_bad_op, 5);
+  EXPECT_EQ(w.cfgbuf_other_kind, 0) << "other buffer kinds configure (and stay silent)";
+  EXPECT_EQ(w.pre_create_buffer, Locked());
+  EXPECT_EQ(w.pre_configure_buffer, Locked());
+  EXPECT_EQ(w.post_create_buffer, Locked());
+  EXPECT_EQ(w.post_configure_buffer, Locked());
+  int active = -1;
+  EXPECT_EQ(a.context_is_active(w.kctx, &active), 0);
+  EXPECT_EQ(active, 0) << "kernel contexts are started per test";
+}
+
+TEST(FakeSdkKernels, DispatchRecordLayout) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  EXPECT_EQ(a.dispatch_kernel(77, 1000, 2500, 3, 4), 1);
+  EXPECT_EQ(a.dispatch_kernel(78, 3000, 3100, 3, 4), 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  const Batch& b = batches[0];
+  EXPECT_EQ(b.ctx, w.kctx);
+  EXPECT_EQ(b.buf, w.kbuf);
+  EXPECT_EQ(b.drop, 0u);
+  ASSERT_EQ(b.n, 2u);
+  for (const RecCopy& r : b.recs) {
+    EXPECT_EQ(r.category, 1u) << "TRACING";
+    EXPECT_EQ(r.kind, 11u) << "KERNEL_DISPATCH";
+    ASSERT_EQ(r.bytes.size(), kKdRecordSize);
+    EXPECT_EQ(U64(r, kKdSize), 184u);
+    EXPECT_EQ(At<int32_t>(r.bytes.data(), kKdKind), kBufKernelDispatch);
+    EXPECT_EQ(At<int32_t>(r.bytes.data(), kKdOp), kOpComplete);
+    EXPECT_NE(U64(r, kKdInternal), 0u);
+    EXPECT_EQ(U64(r, kKdExternal), 0u) << "nothing pushed";
+    EXPECT_EQ(U64(r, kKdThread), Gettid());
+    EXPECT_EQ(U64(r, kKdInfoSize), 72u) << "dispatch_info.size = offset of reserved_padding";
+    EXPECT_EQ(U64(r, kKdAgent), 3u);
+    EXPECT_EQ(U64(r, kKdQueue), 4u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdPrivSeg), 0u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdGroupSeg), 0u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdWorkgroup), 256u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdWorkgroup + 4), 1u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdGrid), 65536u);
+    EXPECT_EQ(At<uint32_t>(r.bytes.data(), kKdGrid + 8), 1u);
+    for (size_t i = kKdPadding; i < kKdRecordSize; ++i) EXPECT_EQ(r.bytes[i], 0) << i;
+  }
+  EXPECT_EQ(U64(b.recs[0], kKdKernel), 77u);
+  EXPECT_EQ(U64(b.recs[0], kKdStart), 1000u);
+  EXPECT_EQ(U64(b.recs[0], kKdEnd), 2500u);
+  EXPECT_EQ(U64(b.recs[1], kKdKernel), 78u);
+  EXPECT_EQ(U64(b.recs[1], kKdDispatchId), U64(b.recs[0], kKdDispatchId) + 1);
+  EXPECT_NE(U64(b.recs[1], kKdInternal), U64(b.recs[0], kKdInternal));
+  EXPECT_EQ(b.recs[0].hash, 1u | (uint64_t{11} << 32)) << "hash = category | kind << 32";
+}
+
+TEST(FakeSdkKernels, FlushIsSynchronousOnTheSdkThread) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  const uint64_t flushes = a.buffer_flushes(), delivered = a.records_delivered();
+  EXPECT_EQ(a.dispatch_kernel(1, 10, 20, 1, 1), 1);
+  EXPECT_EQ(a.dispatch_kernel(2, 30, 40, 1, 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(TakeBatches().empty()) << "below the watermark: nothing without a flush";
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto batches = TakeBatches();  // no waiting: the callback already returned
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].n, 2u);
+  EXPECT_NE(batches[0].tid, Gettid()) << "buffer callbacks run on an SDK-internal thread";
+  EXPECT_EQ(batches[0].tid, a.delivery_thread_id());
+  EXPECT_EQ(a.buffer_flushes(), flushes + 1);
+  EXPECT_EQ(a.records_delivered(), delivered + 2);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  EXPECT_TRUE(TakeBatches().empty()) << "an empty flush makes no callback";
+  EXPECT_EQ(a.flush_buffer(w.kbuf + 999), BufferNotFound());
+}
+
+TEST(FakeSdkKernels, WatermarkBatchesOnTheSdkThread) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  uint64_t worker_tid = 0;
+  std::thread t([&] {
+    worker_tid = Gettid();
+    for (int i = 0; i < 4; ++i) a.dispatch_kernel(100 + i, 10, 20, 1, 1);  // 4 x 184 = watermark
+  });
+  t.join();
+  const auto batches = WaitRecords(4);
+  ASSERT_EQ(batches.size(), 1u) << "the watermark delivers without a flush";
+  EXPECT_EQ(batches[0].n, 4u);
+  EXPECT_NE(batches[0].tid, Gettid());
+  EXPECT_NE(batches[0].tid, worker_tid);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdThread), worker_tid) << "thread_id = the enqueuing thread";
+  for (int i = 0; i < 3; ++i) a.dispatch_kernel(200 + i, 10, 20, 1, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(TakeBatches().empty()) << "3 records stay below the watermark";
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto rest = TakeBatches();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].n, 3u);
+}
+
+TEST(FakeSdkKernels, RecordMemoryIsPoisonedAfterTheCallback) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  a.dispatch_kernel(5, 10, 20, 1, 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].recs.size(), 1u);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdKernel), 5u) << "intact inside the callback";
+  // The fake keeps delivered blocks mapped (quarantine) precisely so this read is defined.
+  const unsigned char* payload = batches[0].recs[0].ptr;
+  const unsigned char* header = static_cast<const unsigned char*>(batches[0].first_header);
+  const unsigned char* array = static_cast<const unsigned char*>(batches[0].headers);
+  for (size_t i = 0; i < kKdRecordSize; ++i) ASSERT_EQ(payload[i], kPoison) << i;
+  for (size_t i = 0; i < sizeof(Hdr); ++i) ASSERT_EQ(header[i], kPoison) << i;
+  for (size_t i = 0; i < sizeof(void*); ++i) ASSERT_EQ(array[i], kPoison) << i;
+}
+
+TEST(FakeSdkKernels, ReversedDeliveryOrder) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  a.set_delivery_order(1);
+  for (uint64_t i = 0; i < 3; ++i) a.dispatch_kernel(300 + i, 1000 * (i + 1), 1000 * (i + 1) + 5, 1, 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  a.set_delivery_order(0);
+  auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 3u);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdKernel), 302u);
+  EXPECT_EQ(U64(batches[0].recs[1], kKdKernel), 301u);
+  EXPECT_EQ(U64(batches[0].recs[2], kKdKernel), 300u);
+  EXPECT_GT(U64(batches[0].recs[0], kKdStart), U64(batches[0].recs[2], kKdStart));
+  for (uint64_t i = 0; i < 2; ++i) a.dispatch_kernel(400 + i, 10, 20, 1, 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdKernel), 400u) << "order restored";
+}
+
+TEST(FakeSdkKernels, StoppedContextGetsNothingButKeepsPendingRecords) {
+  REQUIRE_KERNEL_SETUP();
+  EXPECT_EQ(a.dispatch_kernel(1, 10, 20, 1, 1), 0) << "no kernel context started";
+  {
+    Started k(a, w.kctx);
+    Started d(a, w.dctx);
+    EXPECT_EQ(a.dispatch_kernel(600, 10, 20, 1, 1), 2) << "two started contexts, two buffers";
+    EXPECT_EQ(a.stop_context(w.dctx), 0);
+    EXPECT_EQ(a.dispatch_kernel(601, 10, 20, 1, 1), 1) << "the stopped one gets nothing";
+    EXPECT_EQ(a.stop_context(w.kctx), 0);
+    EXPECT_EQ(a.dispatch_kernel(602, 10, 20, 1, 1), 0);
+  }
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  ASSERT_EQ(a.flush_buffer(w.dbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 2u) << "pending records are delivered after the context stopped";
+  EXPECT_EQ(batches[0].buf, w.kbuf);
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdKernel), 600u);
+  EXPECT_EQ(U64(batches[0].recs[1], kKdKernel), 601u);
+  EXPECT_EQ(batches[1].buf, w.dbuf);
+  EXPECT_EQ(batches[1].ctx, w.dctx);
+  ASSERT_EQ(batches[1].n, 1u);
+  EXPECT_EQ(U64(batches[1].recs[0], kKdKernel), 600u);
+  EXPECT_EQ(U64(batches[1].recs[0], kKdInternal), U64(batches[0].recs[0], kKdInternal))
+      << "one enqueue, one correlation id in every context";
+}
+
+TEST(FakeSdkKernels, DiscardAndNoneDropOverSizeLosslessNever) {
+  REQUIRE_KERNEL_SETUP();
+  for (uint64_t ctx : {w.dctx, w.nctx}) {
+    const uint64_t buf = ctx == w.dctx ? w.dbuf : w.nbuf;
+    Started s(a, ctx);
+    int went = 0;
+    for (int i = 0; i < 5; ++i) went += a.dispatch_kernel(700 + i, 10, 20, 1, 1);
+    EXPECT_EQ(went, 3) << "size_bytes holds 3 records; the rest are dropped";
+    ASSERT_EQ(a.flush_buffer(buf), 0);
+    auto batches = TakeBatches();
+    ASSERT_EQ(batches.size(), 1u);
+    EXPECT_EQ(batches[0].n, 3u);
+    EXPECT_EQ(batches[0].drop, 2u);
+    EXPECT_EQ(U64(batches[0].recs[2], kKdKernel), 702u) << "the newest are the ones dropped";
+    a.dispatch_kernel(710, 10, 20, 1, 1);
+    ASSERT_EQ(a.flush_buffer(buf), 0);
+    batches = TakeBatches();
+    ASSERT_EQ(batches.size(), 1u);
+    EXPECT_EQ(batches[0].drop, 0u) << "drop_count is per batch";
+  }
+  Started l(a, w.lctx);
+  int went = 0;
+  for (int i = 0; i < 5; ++i) went += a.dispatch_kernel(800 + i, 10, 20, 1, 1);
+  EXPECT_EQ(went, 5);
+  ASSERT_EQ(a.flush_buffer(w.lbuf), 0);
+  const auto batches = TakeBatches();
+  size_t total = 0;
+  std::vector<uint64_t> kernels;
+  for (const auto& b : batches) {
+    total += b.n;
+    EXPECT_EQ(b.drop, 0u);
+    EXPECT_LE(b.n, 2u) << "a half holds 2 records";
+    for (const auto& r : b.recs) kernels.push_back(U64(r, kKdKernel));
+  }
+  EXPECT_EQ(total, 5u) << "LOSSLESS never drops";
+  EXPECT_GE(batches.size(), 3u);
+  EXPECT_EQ(kernels, (std::vector<uint64_t>{800, 801, 802, 803, 804}));
+}
+
+TEST(FakeSdkKernels, NextDropCountIsReportedOnce) {
+  REQUIRE_KERNEL_SETUP();
+  a.set_next_drop_count(7);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u) << "drops alone make a callback";
+  EXPECT_EQ(batches[0].n, 0u);
+  EXPECT_EQ(batches[0].drop, 7u);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  EXPECT_TRUE(TakeBatches().empty());
+}
+
+TEST(FakeSdkKernels, FlushInsideTheCallbackIsBusy) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  a.dispatch_kernel(9, 10, 20, 1, 1);
+  g_flush_inside.store(w.kbuf);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].flush_in_callback, BufferBusy());
+}
+
+TEST(FakeSdkKernels, RawRecordsOfAnySize) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  unsigned char small[100], large[256];
+  for (size_t i = 0; i < sizeof(small); ++i) small[i] = static_cast<unsigned char>(i);
+  for (size_t i = 0; i < sizeof(large); ++i) large[i] = static_cast<unsigned char>(255 - i);
+  uint64_t sz = sizeof(small);
+  std::memcpy(small, &sz, 8);
+  sz = sizeof(large);
+  std::memcpy(large, &sz, 8);
+  EXPECT_EQ(a.dispatch_raw(nullptr, 100), 0);
+  EXPECT_EQ(a.dispatch_raw(small, 0), 0);
+  EXPECT_EQ(a.dispatch_raw(small, sizeof(small)), 1);
+  EXPECT_EQ(a.dispatch_raw(large, sizeof(large)), 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(batches[0].recs[0].kind, 11u);
+  EXPECT_EQ(batches[0].recs[0].bytes, std::vector<unsigned char>(small, small + sizeof(small)));
+  EXPECT_EQ(batches[0].recs[1].bytes, std::vector<unsigned char>(large, large + sizeof(large)));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(batches[0].recs[1].ptr) % 8, 0u) << "payloads aligned";
+}
+
+TEST(FakeSdkKernels, DestroyDiscardsPendingAndForgetsTheId) {
+  REQUIRE_KERNEL_SETUP();
+  Started y(a, w.yctx);
+  const uint64_t discarded = a.records_discarded();
+  EXPECT_EQ(a.dispatch_kernel(1, 10, 20, 1, 1), 1);
+  EXPECT_EQ(a.dispatch_kernel(2, 10, 20, 1, 1), 1);
+  EXPECT_EQ(a.destroy_buffer(w.ybuf), 0);
+  EXPECT_EQ(a.records_discarded(), discarded + 2);
+  EXPECT_EQ(a.flush_buffer(w.ybuf), BufferNotFound());
+  EXPECT_EQ(a.destroy_buffer(w.ybuf), BufferNotFound());
+  EXPECT_EQ(a.dispatch_kernel(3, 10, 20, 1, 1), 0) << "the service's buffer is gone";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(TakeBatches().empty());
+}
+
+TEST(FakeSdkKernels, ExternalCorrelationStacks) {
+  REQUIRE_KERNEL_SETUP();
+  const uint64_t me = Gettid();
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 0);
+  EXPECT_EQ(a.push_ext(w.kctx, me, 11), 0);
+  EXPECT_EQ(a.push_ext(w.kctx, me, 22), 0);
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 2);
+  EXPECT_EQ(a.ext_stack_top(w.kctx, me), 22u);
+  EXPECT_EQ(a.ext_stack_depth(w.dctx, me), 0) << "one stack per context";
+  uint64_t other_tid = 0;
+  std::thread t([&] {
+    other_tid = Gettid();
+    EXPECT_EQ(a.push_ext(w.kctx, other_tid, 33), 0);
+  });
+  t.join();
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, other_tid), 1) << "one stack per thread";
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 2);
+  uint64_t out = 0;
+  EXPECT_EQ(a.pop_ext(w.kctx, me, &out), 0);
+  EXPECT_EQ(out, 22u) << "LIFO";
+  EXPECT_EQ(a.pop_ext(w.kctx, me, nullptr), 0) << "out is nullable";
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 0);
+  out = 99;
+  EXPECT_EQ(a.pop_ext(w.kctx, me, &out), 1) << "empty stack: ERROR";
+  EXPECT_EQ(out, 99u);
+  EXPECT_EQ(a.pop_ext(w.nctx, me, &out), 1) << "never pushed: ERROR";
+  EXPECT_EQ(a.pop_ext(w.kctx, other_tid, &out), 0);
+  EXPECT_EQ(out, 33u);
+  const uint64_t pid = static_cast<uint64_t>(getpid());
+  EXPECT_EQ(a.push_ext(w.kctx, pid - 1, 1), InvalidArgument()) << "tid < getpid()";
+  EXPECT_EQ(a.push_ext(w.kctx, 0, 1), InvalidArgument());
+  EXPECT_EQ(a.pop_ext(w.kctx, 0, &out), InvalidArgument());
+  EXPECT_EQ(a.push_ext(w.kctx + 777, me, 1), 2) << "CONTEXT_NOT_FOUND";
+  EXPECT_EQ(a.pop_ext(w.kctx + 777, me, &out), 2);
+  EXPECT_EQ(a.ext_stack_depth(w.kctx + 777, me), -1);
+  EXPECT_EQ(pid, me) << "this test runs on the main thread, whose tid is the pid";
+}
+
+TEST(FakeSdkKernels, DispatchTakesTheStackTopAtEnqueue) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  const uint64_t me = Gettid();
+  a.dispatch_kernel(1, 10, 20, 1, 1);
+  ASSERT_EQ(a.push_ext(w.kctx, me, 0xA), 0);
+  a.dispatch_kernel(2, 10, 20, 1, 1);
+  ASSERT_EQ(a.push_ext(w.kctx, me, 0xB), 0);
+  a.dispatch_kernel(3, 10, 20, 1, 1);
+  ASSERT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
+  a.dispatch_kernel(4, 10, 20, 1, 1);
+  ASSERT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
+  a.dispatch_kernel(5, 10, 20, 1, 1);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  std::vector<uint64_t> ext;
+  for (const auto& b : WaitRecords(5)) {
+    for (const auto& r : b.recs) ext.push_back(U64(r, kKdExternal));
+  }
+  EXPECT_EQ(ext, (std::vector<uint64_t>{0, 0xA, 0xB, 0xA, 0}));
+}
+
+TEST(FakeSdkKernels, ThreadsWithoutAStackInheritTheDefaultThread) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  // The default thread is the one that called force_configure: this (main) thread, in W().
+  const uint64_t me = Gettid();
+  ASSERT_EQ(a.push_ext(w.kctx, me, 500), 0);
+  uint64_t fresh_tid = 0, emptied_tid = 0, own_tid = 0;
+  uint64_t fresh_top = 1, emptied_top = 1, other_ctx_top = 1;
+  std::thread fresh([&] {
+    fresh_tid = Gettid();
+    fresh_top = a.ext_stack_top(w.kctx, fresh_tid);
+    other_ctx_top = a.ext_stack_top(w.dctx, fresh_tid);
+    a.dispatch_kernel(1, 10, 20, 1, 1);
+  });
+  fresh.join();
+  std::thread emptied([&] {
+    emptied_tid = Gettid();
+    a.push_ext(w.kctx, emptied_tid, 600);
+    a.pop_ext(w.kctx, emptied_tid, nullptr);
+    emptied_top = a.ext_stack_top(w.kctx, emptied_tid);
+    a.dispatch_kernel(2, 10, 20, 1, 1);
+  });
+  emptied.join();
+  std::thread own([&] {
+    own_tid = Gettid();
+    a.push_ext(w.kctx, own_tid, 700);
+    a.dispatch_kernel(3, 10, 20, 1, 1);
+    a.pop_ext(w.kctx, own_tid, nullptr);
+  });
+  own.join();
+  a.dispatch_kernel(4, 10, 20, 1, 1);
+  ASSERT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
+  ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
+  EXPECT_EQ(fresh_top, 500u);
+  EXPECT_EQ(other_ctx_top, 0u) << "inheritance is per context";
+  EXPECT_EQ(emptied_top, 0u) << "a thread that pushed has its own (now empty) stack";
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, fresh_tid), 0);
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // (thread, external)
+  for (const auto& b : WaitRecords(4)) {
+    for (const auto& r : b.recs) got.emplace_back(U64(r, kKdThread), U64(r, kKdExternal));
+  }
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], std::make_pair(fresh_tid, uint64_t{500}));
+  EXPECT_EQ(got[1], std::make_pair(emptied_tid, uint64_t{0}));
+  EXPECT_EQ(got[2], std::make_pair(own_tid, uint64_t{700}));
+  EXPECT_EQ(got[3], std::make_pair(me, uint64_t{500}));
+}
+
+TEST(FakeSdkKernels, CallbackRecordsCarryTheExternalId) {
+  REQUIRE_CONFIGURED();
+  TakeSeen();
+  ASSERT_EQ(a.push_ext(w.ctx, Gettid(), 0xE7), 0);
+  EXPECT_EQ(a.marker(kMarkerCore, 0, 0, "ext", 0, 0), 1);
+  ASSERT_EQ(a.pop_ext(w.ctx, Gettid(), nullptr), 0);
+  EXPECT_EQ(a.marker(kMarkerCore, 0, 0, "ext", 0, 0), 1);
+  const auto s = TakeSeen();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].external, 0xE7u);
+  EXPECT_EQ(s[1].external, 0u);
+}
+
+TEST(FakeSdkKernels, CodeObjectLoadSymbolsAndUnload) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  const uint64_t sym_size = EnvVersion() >= 600 ? 88 : 72;
+  // w.ctx (started, CODE_OBJECT subscribed with raw records) counts too: 2 contexts.
+  EXPECT_EQ(a.load_kernel_symbol(900, "_Z4axpyPfS_", 42), 2);
+  EXPECT_EQ(a.load_kernel_symbol(901, "_Z5scalePf", 42), 2);
+  auto co = TakeCo();
+  ASSERT_EQ(co.size(), 3u) << "code object LOAD once, then one record per symbol";
+  EXPECT_EQ(co[0].kind, kCodeObject);
+  EXPECT_EQ(co[0].op, kCoLoad);
+  EXPECT_EQ(co[0].phase, kPhaseLoad);
+  EXPECT_EQ(co[0].context_id, w.kctx);
+  EXPECT_EQ(co[0].thread_id, Gettid());
+  EXPECT_EQ(At<uint64_t>(co[0].payload, 0), 88u) << "load data size";
+  EXPECT_EQ(At<uint64_t>(co[0].payload, 8), 42u) << "code_object_id @8";
+  EXPECT_NE(At<const char*>(co[0].payload, 32), nullptr) << "uri @32";
+  for (int i : {1, 2}) {
+    EXPECT_EQ(co[i].kind, kCodeObject);
+    EXPECT_EQ(co[i].op, kCoKernelSymbol);
+    EXPECT_EQ(co[i].phase, kPhaseLoad);
+    EXPECT_EQ(At<uint64_t>(co[i].payload, 0), sym_size) << "symbol payload size by version";
+    EXPECT_EQ(At<uint64_t>(co[i].payload, 16), 42u) << "code_object_id @16";
+    EXPECT_EQ(co[i].user_data_at_entry, 0u);
+    if (sym_size == 72) {
+      for (size_t b = 72; b < 88; ++b) EXPECT_EQ(co[i].payload[b], kPoison) << "past size";
+    } else {
+      EXPECT_EQ(At<int64_t>(co[i].payload, 72), 256) << "kernel_code_entry_byte_offset @72";
+      EXPECT_EQ(At<uint64_t>(co[i].payload, 80), At<uint64_t>(co[i].payload, 32) + 256);
+    }
+  }
+  EXPECT_EQ(At<uint64_t>(co[1].payload, 8), 900u) << "kernel_id @8";
+  EXPECT_EQ(co[1].name, "_Z4axpyPfS_");
+  EXPECT_EQ(At<uint64_t>(co[2].payload, 8), 901u);
+  EXPECT_EQ(co[2].name, "_Z5scalePf");
+  const char* kept = co[1].name_ptr;
+  EXPECT_EQ(std::string(kept), "_Z4axpyPfS_") << "valid until unload";
+
+  EXPECT_EQ(a.unload_code_object(42), 2);
+  EXPECT_EQ(a.unload_code_object(42), -1) << "already unloaded";
+  const auto un = TakeCo();
+  ASSERT_EQ(un.size(), 3u);
+  EXPECT_EQ(un[0].op, kCoKernelSymbol);
+  EXPECT_EQ(un[0].phase, kPhaseUnload);
+  EXPECT_EQ(un[0].name, "_Z4axpyPfS_");
+  EXPECT_EQ(un[0].user_data, co[1].user_data) << "the LOAD's user_data slot";
+  EXPECT_EQ(un[0].user_data_at_entry, 0xC0DE000000000000ull | kCoKernelSymbol);
+  EXPECT_EQ(un[1].name, "_Z5scalePf");
+  EXPECT_EQ(un[2].op, kCoLoad);
+  EXPECT_EQ(un[2].phase, kPhaseUnload);
+  EXPECT_EQ(un[2].user_data_at_entry, 0xC0DE000000000000ull | kCoLoad);
+  // Freed (poisoned; the fake keeps it mapped) once the UNLOAD callbacks returned.
+  for (size_t i = 0; i < std::strlen("_Z4axpyPfS_"); ++i) {
+    EXPECT_EQ(static_cast<unsigned char>(kept[i]), kPoison) << i;
+  }
+  TakeSeen();  // w.ctx's raw-tagged copies
+}
+
+TEST(FakeSdkKernels, StrictNamesArePoisonedRightAfterLoad) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  a.set_strict_names(1);
+  EXPECT_EQ(a.load_kernel_symbol(950, "_Z6strictv", 43), 2);
+  a.set_strict_names(0);
+  auto co = TakeCo();
+  ASSERT_EQ(co.size(), 2u);
+  EXPECT_EQ(co[1].name, "_Z6strictv") << "valid during the callback";
+  EXPECT_EQ(static_cast<unsigned char>(co[1].name_ptr[0]), kPoison) << "gone right after";
+  EXPECT_EQ(a.unload_code_object(43), 2);
+  co = TakeCo();
+  ASSERT_EQ(co.size(), 2u);
+  EXPECT_EQ(co[0].name, "_Z6strictv") << "UNLOAD gets a fresh copy";
+  TakeSeen();
+}
+
+TEST(FakeSdkKernels, CodeObjectRecordsOnlyToStartedSubscribers) {
+  REQUIRE_KERNEL_SETUP();
+  EXPECT_EQ(a.load_kernel_symbol(960, "_Z1fv", 44), 1) << "kctx stopped: only w.ctx";
+  EXPECT_TRUE(TakeCo().empty());
+  EXPECT_EQ(a.unload_code_object(44), 1);
+  TakeSeen();
+}
+
+TEST(FakeSdkKernels, FaultInjectionOnEveryNewFunction) {
+  REQUIRE_KERNEL_SETUP();
+  const uint64_t me = Gettid();
+  struct Case {
+    const char* fn;
+    int status;
+    std::function<int()> call;
+  };
+  uint64_t out_buf = 0;
+  const Case cases[] = {
+      {"rocprofiler_create_buffer", 9,
+       [&] {
+         return a.create_buffer(w.kctx, 1, 1, 0, reinterpret_cast<void*>(&BufferCb), nullptr,
+                                &out_buf);
+       }},
+      {"rocprofiler_configure_buffer_tracing_service", 12,
+       [&] { return a.configure_buffer(w.kctx, 7, nullptr, 0, w.kbuf); }},
+      {"rocprofiler_flush_buffer", BufferBusy(), [&] { return a.flush_buffer(w.kbuf); }},
+      {"rocprofiler_destroy_buffer", 1, [&] { return a.destroy_buffer(w.kbuf); }},
+      {"rocprofiler_push_external_correlation_id", InvalidArgument(),
+       [&] { return a.push_ext(w.kctx, me, 5); }},
+      {"rocprofiler_pop_external_correlation_id", 2,
+       [&] { return a.pop_ext(w.kctx, me, nullptr); }},
+  };
+  const uint64_t flushes = a.buffer_flushes();
+  for (const Case& c : cases) {
+    const std::string spec = std::string(c.fn) + "=" + std::to_string(c.status);
+    setenv("FAKE_ROCPROFILER_FAIL", spec.c_str(), 1);
+    EXPECT_EQ(c.call(), c.status) << c.fn;
+    unsetenv("FAKE_ROCPROFILER_FAIL");
+  }
+  EXPECT_EQ(out_buf, 0u) << "create_buffer did nothing";
+  EXPECT_EQ(a.buffer_flushes(), flushes) << "flush did nothing";
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 0) << "push did nothing";
+  EXPECT_EQ(a.flush_buffer(w.kbuf), 0) << "destroy did nothing: the buffer still exists";
+  ASSERT_EQ(a.push_ext(w.kctx, me, 5), 0);
+  setenv("FAKE_ROCPROFILER_FAIL", "rocprofiler_pop_external_correlation_id=2", 1);
+  EXPECT_EQ(a.pop_ext(w.kctx, me, nullptr), 2);
+  unsetenv("FAKE_ROCPROFILER_FAIL");
+  EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 1) << "pop did nothing";
+  EXPECT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
+}
+
+// Records left pending (not flushed) when the SDK finalizes are lost: it does not flush by itself.
+uint64_t g_delivered_before_finalize = 0;
+TEST(FakeSdkZ, A_RecordsPendingBeforeFinalize) {
+  REQUIRE_KERNEL_SETUP();
+  Started k(a, w.kctx);
+  EXPECT_EQ(a.dispatch_kernel(1, 10, 20, 1, 1), 1);
+  EXPECT_EQ(a.dispatch_kernel(2, 10, 20, 1, 1), 1);
+  g_delivered_before_finalize = a.records_delivered();
+}
+
 // Last: finalization ends the configured state for the rest of the process.
 TEST(FakeSdkZ, ClientFinalizeRunsToolFinalizeOnce) {
   REQUIRE_CONFIGURED();
@@ -885,6 +1705,20 @@ TEST(FakeSdkZ, ClientFinalizeRunsToolFinalizeOnce) {
   EXPECT_EQ(a.marker(kMarkerCore, 0, 0, "after", 0, 0), 0);
   a.finalize();
   EXPECT_EQ(g_tool_finalize_seen, 1) << "finalize runs once";
+}
+
+TEST(FakeSdkZ, PendingRecordsAreLostAtFinalize) {
+  REQUIRE_KERNEL_SETUP();
+  int fini = -1;
+  a.is_finalized(&fini);
+  ASSERT_EQ(fini, 1);
+  EXPECT_GE(a.records_discarded(), 2u);
+  EXPECT_EQ(a.flush_buffer(w.kbuf), 0) << "flush after finalization: SUCCESS, nothing to deliver";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(TakeBatches().empty());
+  EXPECT_EQ(a.records_delivered(), g_delivered_before_finalize);
+  EXPECT_EQ(a.start_context(w.kctx), Locked());
+  EXPECT_EQ(a.dispatch_kernel(3, 10, 20, 1, 1), 0);
 }
 
 }  // namespace
