@@ -52,6 +52,8 @@ pub enum Owner {
     Rocm,
     /// rocprofiler-register's; we read it only to predict what register will do.
     RocprofilerRegister,
+    /// ggml/llama.cpp's (the `GGML_HIP_ROOFLINE` profiler's variables, same meaning).
+    Ggml,
 }
 
 /// When a variable is read.
@@ -94,6 +96,12 @@ pub const ROCPROFILER_LIBRARY: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
 pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
 /// `ROCTX_UTILS_LOG`.
 pub const LOG: &str = "ROCTX_UTILS_LOG";
+/// `ROCTX_UTILS_KERNELS`.
+pub const KERNELS: &str = "ROCTX_UTILS_KERNELS";
+/// `ROCTX_UTILS_ROOFLINE_OUT`.
+pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
+/// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
+pub const GGML_ROOFLINE_OUT: &str = "GGML_ROOFLINE_OUT";
 /// rocprofiler-register: a tool library list (makes register look for the SDK).
 pub const ROCP_TOOL_LIBRARIES: &str = "ROCP_TOOL_LIBRARIES";
 /// rocprofiler-register: where it loads the SDK from.
@@ -107,7 +115,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 12] = [
+pub const VARS: [Var; 15] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -163,6 +171,27 @@ pub const VARS: [Var; 12] = [
         when: When::FirstCall,
         default: "warn",
         meaning: "`warn`, `info` (shows which roctx was bound), `off`",
+    },
+    Var {
+        name: KERNELS,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "on",
+        meaning: "trace GPU kernel dispatches (device timestamps, names, attribution) when rocprofiler-sdk is ours; `0`/`off` turns it off",
+    },
+    Var {
+        name: ROOFLINE_OUT,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "write the per-op roofline report (JSON) to this path at exit; turns kernel tracing and the op-scope entry points on",
+    },
+    Var {
+        name: GGML_ROOFLINE_OUT,
+        owner: Owner::Ggml,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "llama.cpp's name for the same report path (`ROCTX_UTILS_ROOFLINE_OUT` wins when both are set)",
     },
     Var {
         name: ROCP_TOOL_LIBRARIES,
@@ -253,6 +282,10 @@ pub struct Config {
     pub xspace_out: Option<PathBuf>,
     /// `ROCTX_UTILS_LOG`.
     pub log: LogLevel,
+    /// `ROCTX_UTILS_KERNELS`: trace kernel dispatches in tool mode.
+    pub kernels: bool,
+    /// `ROCTX_UTILS_ROOFLINE_OUT`, else `GGML_ROOFLINE_OUT`, when set and non-empty.
+    pub roofline_out: Option<PathBuf>,
 }
 
 impl Config {
@@ -308,6 +341,14 @@ impl Config {
             },
         };
 
+        let kernels = match lookup(KERNELS) {
+            None => true,
+            Some(raw) => raw.to_str().and_then(parse_bool).unwrap_or_else(|| {
+                warnings.push(format!("{KERNELS}={raw:?} is not a boolean (1/0, on/off, true/false, yes/no); using on"));
+                true
+            }),
+        };
+
         let config = Config {
             enable_roctx,
             roctx_library: non_empty(ROCTX_LIBRARY),
@@ -317,6 +358,8 @@ impl Config {
             rocprofiler_library: non_empty(ROCPROFILER_LIBRARY),
             xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
             log,
+            kernels,
+            roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
         };
         (config, warnings)
     }
@@ -405,8 +448,23 @@ mod tests {
                 rocprofiler_library: None,
                 xspace_out: None,
                 log: LogLevel::Warn,
+                kernels: true,
+                roofline_out: None,
             }
         );
+    }
+
+    #[test]
+    fn the_roofline_path_takes_ours_over_llama_cpps_and_kernels_parse_as_a_boolean() {
+        let (c, w) = Config::from_lookup(&env(&[(GGML_ROOFLINE_OUT, "g.json")]));
+        assert_eq!((c.roofline_out, w.len()), (Some(PathBuf::from("g.json")), 0));
+        let (c, _) = Config::from_lookup(&env(&[(GGML_ROOFLINE_OUT, "g.json"), (ROOFLINE_OUT, "r.json")]));
+        assert_eq!(c.roofline_out, Some(PathBuf::from("r.json")));
+        let (c, _) = Config::from_lookup(&env(&[(GGML_ROOFLINE_OUT, ""), (KERNELS, "off")]));
+        assert_eq!((c.roofline_out, c.kernels), (None, false), "empty is unset, as in llama.cpp");
+        let (c, w) = Config::from_lookup(&env(&[(KERNELS, "sometimes")]));
+        assert!(c.kernels);
+        assert!(w[0].contains("ROCTX_UTILS_KERNELS") && w[0].contains("using on"), "{w:?}");
     }
 
     #[test]

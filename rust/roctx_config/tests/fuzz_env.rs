@@ -171,7 +171,19 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     };
     assert_eq!(config.log, log, "{}={raw:?}", roctx_config::LOG);
 
+    let kernels = if has(roctx_config::KERNELS) {
+        text.and_then(ref_bool).unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::KERNELS);
+            true
+        })
+    } else {
+        true
+    };
+    assert_eq!(config.kernels, kernels, "{}={raw:?}", roctx_config::KERNELS);
+
     let path = |name: &str| (has(name) && !raw.is_empty()).then(|| raw.to_os_string());
+    let roofline = path(roctx_config::ROOFLINE_OUT).or_else(|| path(roctx_config::GGML_ROOFLINE_OUT));
+    assert_eq!(config.roofline_out.map(OsString::from), roofline);
     assert_eq!(config.roctx_library, path(roctx_config::ROCTX_LIBRARY));
     assert_eq!(config.rocm_path, path(roctx_config::ROCM_PATH));
     assert_eq!(config.rocprofiler_library, path(roctx_config::ROCPROFILER_LIBRARY));

@@ -9,6 +9,7 @@ fn owner(o: Owner) -> &'static str {
         Owner::Xla => "XLA/TSL",
         Owner::Rocm => "ROCm",
         Owner::RocprofilerRegister => "rocprofiler-register",
+        Owner::Ggml => "ggml/llama.cpp",
     }
 }
 

@@ -301,3 +301,239 @@ pub unsafe fn set_client_name(client_id: *mut c_void, layout: Layout, name: &'st
         }
     }
 }
+
+// ---- kernels: buffer tracing of KERNEL_DISPATCH, CODE_OBJECT symbols, external correlation ----
+
+/// `rocprofiler_callback_tracing_kind_t` CODE_OBJECT (the same value in every version, 4.1).
+pub const CALLBACK_KIND_CODE_OBJECT: i32 = 10;
+/// `rocprofiler_code_object_operation_t` DEVICE_KERNEL_SYMBOL_REGISTER (4.5).
+pub const CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER: i32 = 2;
+/// Phase LOAD (= ENTER) of a CODE_OBJECT record (4.3).
+pub const PHASE_LOAD: i32 = 1;
+/// `rocprofiler_buffer_tracing_kind_t` KERNEL_DISPATCH (11 in every version; kinds from 12 on
+/// are renumbered by version, 4.2).
+pub const BUFFER_KIND_KERNEL_DISPATCH: i32 = 11;
+/// `rocprofiler_buffer_category_t` TRACING (4.5).
+pub const BUFFER_CATEGORY_TRACING: u32 = 1;
+/// `rocprofiler_buffer_policy_t` LOSSLESS (3.6).
+pub const BUFFER_POLICY_LOSSLESS: c_int = 2;
+
+/// `rocprofiler_record_header_t` (16 bytes, every version, 5.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct RecordHeader {
+    pub category: u32,
+    pub kind: u32,
+    pub payload: *mut c_void,
+}
+const _: () = {
+    assert!(std::mem::size_of::<RecordHeader>() == 16);
+    assert!(std::mem::offset_of!(RecordHeader, kind) == 4);
+    assert!(std::mem::offset_of!(RecordHeader, payload) == 8);
+};
+
+/// `rocprofiler_dim3_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+const _: () = assert!(std::mem::size_of::<Dim3>() == 12);
+
+/// `rocprofiler_kernel_dispatch_info_t` (128 bytes, every version, 5.3); its own `size` is 72,
+/// the offset of the reserved padding.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelDispatchInfo {
+    pub size: u64,
+    pub agent_id: u64,
+    pub queue_id: u64,
+    pub kernel_id: u64,
+    pub dispatch_id: u64,
+    pub private_segment_size: u32,
+    pub group_segment_size: u32,
+    pub workgroup_size: Dim3,
+    pub grid_size: Dim3,
+    pub reserved_padding: [u8; 56],
+}
+const _: () = {
+    assert!(std::mem::size_of::<KernelDispatchInfo>() == 128);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, agent_id) == 8);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, queue_id) == 16);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, kernel_id) == 24);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, dispatch_id) == 32);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, private_segment_size) == 40);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, group_segment_size) == 44);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, workgroup_size) == 48);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, grid_size) == 60);
+    assert!(std::mem::offset_of!(KernelDispatchInfo, reserved_padding) == 72);
+};
+
+/// `rocprofiler_buffer_tracing_kernel_dispatch_record_t` (184 bytes, every version, 5.4).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelDispatchRecord {
+    pub size: u64,
+    pub kind: i32,
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub thread_id: u64,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub dispatch_info: KernelDispatchInfo,
+}
+const _: () = {
+    assert!(std::mem::size_of::<KernelDispatchRecord>() == 184);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, kind) == 8);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, operation) == 12);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, correlation_internal) == 16);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, correlation_external) == 24);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, thread_id) == 32);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, start_timestamp) == 40);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, end_timestamp) == 48);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, dispatch_info) == 56);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, dispatch_info) + std::mem::offset_of!(KernelDispatchInfo, kernel_id) == 80);
+    assert!(std::mem::offset_of!(KernelDispatchRecord, dispatch_info) + std::mem::offset_of!(KernelDispatchInfo, grid_size) == 116);
+};
+
+/// Bytes of a dispatch record we read: through `dispatch_info.grid_size`. A record whose `size`
+/// is smaller is malformed; a larger one is a newer SDK's, read for the fields we know.
+pub const KERNEL_DISPATCH_RECORD_MIN: usize = 56 + 72;
+
+/// A decoded kernel dispatch: device timestamps (`CLOCK_BOOTTIME` ns, the marker clock, 3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelDispatch {
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub thread_id: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub agent_id: u64,
+    pub queue_id: u64,
+    pub kernel_id: u64,
+    pub dispatch_id: u64,
+    pub workgroup_size: Dim3,
+    pub grid_size: Dim3,
+}
+
+/// Why a buffer record was not a usable kernel dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchError {
+    /// Not TRACING/KERNEL_DISPATCH: some other service's record (not ours to read).
+    OtherKind,
+    /// Null payload, `size` too small, or end before start.
+    Malformed,
+}
+
+/// Reads one buffer record as a kernel dispatch, checking category, kind, `size` (5.4) and the
+/// time order; never touches a byte past `size`.
+///
+/// # Safety
+/// `header` must be null or a record header valid for the call whose payload, if non-null, is
+/// readable for at least the `size` it declares.
+pub unsafe fn kernel_dispatch(header: *const RecordHeader) -> Result<KernelDispatch, DispatchError> {
+    if header.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: non-null and valid for the call (contract).
+    let h = unsafe { std::ptr::read_unaligned(header) };
+    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_KERNEL_DISPATCH as u32 {
+        return Err(DispatchError::OtherKind);
+    }
+    if h.payload.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: every buffer record starts with its u64 size (5.7).
+    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    if size < KERNEL_DISPATCH_RECORD_MIN as u64 {
+        return Err(DispatchError::Malformed);
+    }
+    let mut raw = [0u8; std::mem::size_of::<KernelDispatchRecord>()];
+    let n = raw.len().min(usize::try_from(size).unwrap_or(usize::MAX));
+    // SAFETY: the payload is readable for `size` bytes (contract) and `n <= size`.
+    unsafe { std::ptr::copy_nonoverlapping(h.payload.cast::<u8>(), raw.as_mut_ptr(), n) };
+    // SAFETY: `raw` is exactly the struct's size and every bit pattern is a valid value of it.
+    let r = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast::<KernelDispatchRecord>()) };
+    if r.end_timestamp < r.start_timestamp {
+        return Err(DispatchError::Malformed);
+    }
+    Ok(KernelDispatch {
+        correlation_internal: r.correlation_internal,
+        correlation_external: r.correlation_external,
+        thread_id: r.thread_id,
+        start_ns: r.start_timestamp,
+        end_ns: r.end_timestamp,
+        agent_id: r.dispatch_info.agent_id,
+        queue_id: r.dispatch_info.queue_id,
+        kernel_id: r.dispatch_info.kernel_id,
+        dispatch_id: r.dispatch_info.dispatch_id,
+        workgroup_size: r.dispatch_info.workgroup_size,
+        grid_size: r.dispatch_info.grid_size,
+    })
+}
+
+/// A device kernel symbol registered by a CODE_OBJECT callback (5.6): 72 bytes up to ROCm 6.3,
+/// 88 from 6.4; the fields read here never moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSymbol {
+    pub kernel_id: u64,
+    pub code_object_id: u64,
+    /// The mangled name, copied (the SDK frees it at unload).
+    pub name: Vec<u8>,
+}
+
+/// Longest kernel name kept, in bytes (template-heavy names run to a few KiB).
+pub const MAX_KERNEL_NAME_BYTES: usize = 16 * 1024;
+
+/// Reads a DEVICE_KERNEL_SYMBOL_REGISTER payload after checking its `size` covers the name.
+///
+/// # Safety
+/// `payload` must be null or a code-object symbol payload valid for the call.
+pub unsafe fn kernel_symbol(payload: *const c_void) -> Option<KernelSymbol> {
+    // SAFETY: forwarded contract; the three words read are within the first 32 bytes.
+    let p = unsafe { marker_payload(payload, 32) }?;
+    // SAFETY: the name is null or a C string valid for the call.
+    let name = unsafe { c_string_bytes(p.retval, MAX_KERNEL_NAME_BYTES) };
+    Some(KernelSymbol { kernel_id: p.arg0, code_object_id: p.arg1, name })
+}
+
+/// `rocprofiler_buffer_tracing_cb_t`.
+pub type BufferCallback =
+    unsafe extern "C" fn(context: u64, buffer: u64, headers: *mut *mut RecordHeader, n: usize, data: *mut c_void, drop_count: u64);
+
+/// The SDK functions kernel tracing needs. Optional as a set: marker capture works without them.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelApi {
+    pub create_buffer: unsafe extern "C" fn(u64, usize, usize, c_int, BufferCallback, *mut c_void, *mut u64) -> Status,
+    pub configure_buffer_tracing_service: unsafe extern "C" fn(u64, c_int, *const i32, usize, u64) -> Status,
+    pub flush_buffer: unsafe extern "C" fn(u64) -> Status,
+    pub get_thread_id: unsafe extern "C" fn(*mut u64) -> Status,
+    pub push_external_correlation_id: unsafe extern "C" fn(u64, u64, u64) -> Status,
+    pub pop_external_correlation_id: unsafe extern "C" fn(u64, u64, *mut u64) -> Status,
+}
+
+impl SdkApi {
+    /// Binds the kernel-tracing functions; the error names the first one missing.
+    pub fn kernel_api(&self) -> Result<KernelApi, String> {
+        let library = &self._library;
+        let location = &self.location;
+        macro_rules! bind {
+            ($name:literal) => {{
+                // SAFETY: the field type is the C signature of that SDK function (3.6-3.8).
+                let symbol = unsafe { library.get(concat!($name, "\0").as_bytes()) };
+                *symbol.map_err(|_| format!("{location} lacks {}", $name))?
+            }};
+        }
+        Ok(KernelApi {
+            create_buffer: bind!("rocprofiler_create_buffer"),
+            configure_buffer_tracing_service: bind!("rocprofiler_configure_buffer_tracing_service"),
+            flush_buffer: bind!("rocprofiler_flush_buffer"),
+            get_thread_id: bind!("rocprofiler_get_thread_id"),
+            push_external_correlation_id: bind!("rocprofiler_push_external_correlation_id"),
+            pop_external_correlation_id: bind!("rocprofiler_pop_external_correlation_id"),
+        })
+    }
+}

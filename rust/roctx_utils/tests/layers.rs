@@ -29,6 +29,7 @@ const RUNTIME: Layer = Layer { rank: 5, name: "runtime" };
 const LISTENER: Layer = Layer { rank: 4, name: "listener" };
 const EXPORT: Layer = Layer { rank: 4, name: "export" };
 const COLLECTOR: Layer = Layer { rank: 3, name: "collector" };
+const KERNELS: Layer = Layer { rank: 3, name: "kernels" };
 const SYS: Layer = Layer { rank: 2, name: "sys" };
 const CONFIG: Layer = Layer { rank: 1, name: "config" };
 
@@ -39,6 +40,7 @@ fn crate_layer(krate: &str) -> Option<Layer> {
         "roctx_cli" => CLI,
         "roctx_export" => EXPORT,
         "roctx_collector" => COLLECTOR,
+        "roctx_kernels" => KERNELS,
         "roctx_sys" => SYS,
         "roctx_config" => CONFIG,
         _ => return None,
@@ -59,7 +61,7 @@ fn module_layer(module: &str) -> Option<Layer> {
     })
 }
 
-const CRATES: [&str; 6] = ["roctx_cli", "roctx_collector", "roctx_config", "roctx_export", "roctx_sys", "roctx_utils"];
+const CRATES: [&str; 7] = ["roctx_cli", "roctx_collector", "roctx_config", "roctx_export", "roctx_kernels", "roctx_sys", "roctx_utils"];
 
 /// The layer a path refers to, from the crate it is written in (`crate::x` resolves there).
 fn target_layer(from_crate: &str, root: &str, module: Option<&str>) -> Option<Layer> {

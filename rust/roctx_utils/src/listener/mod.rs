@@ -13,6 +13,7 @@
 //! or of an unknown version; starting and stopping the SDK context with the collector's session.
 //! Never formats or exports anything, and never decides when sessions happen (the runtime does).
 
+pub mod kernels;
 pub mod tool;
 
 use std::ffi::c_void;
@@ -78,6 +79,8 @@ pub fn stop() -> Result<Snapshot, SessionError> {
     if collector::active() && collector::mode() == CaptureMode::Sdk {
         tool::stop_context();
     }
+    // The SDK never delivers by itself at a stop: what it holds belongs to this session.
+    kernels::flush();
     collector::stop()
 }
 

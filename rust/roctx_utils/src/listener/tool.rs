@@ -217,6 +217,7 @@ unsafe extern "C" fn tool_initialize(_fini: *mut c_void, _tool_data: *mut c_void
         }
         CONTEXT.store(context, Ordering::Release);
         CONTEXT_STATE.store(1, Ordering::Release);
+        super::kernels::initialize(api, layout);
         0
     })
 }

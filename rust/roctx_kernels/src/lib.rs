@@ -1,0 +1,50 @@
+/*!
+The kernel stage: GPU kernel dispatches (device start/end timestamps), the names of the
+kernels they ran, and the op invocations that launched them. It sits beside the collector, below
+every exporter and the roofline report, which only read the [`KernelSnapshot`] it hands out; the
+sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C ABI) feed it.
+
+# Brief overview
+
+- [`attribution`]: the external-correlation value a launching thread carries. Its low 32 bits
+  are the op **invocation** (from 1; 0 is the sentinel "no op", exactly llama.cpp's ids when no
+  ROCTX range is open), its high 32 bits the innermost ROCTX **range** open at launch.
+- [`OpDescriptor`]: what an op scope says about its op (name, types, shapes, bytes, M/N/K, the
+  fused nodes); stored once per distinct geometry.
+- [`begin_invocation`], [`fuse_invocation`], [`set_experts_used`]: op scopes.
+- [`register_kernel_symbol`]: kernel id -> demangled name (`cpp_demangle`; a ` [clone .kd]`
+  suffix is kept, as the llama.cpp report shows it).
+- [`record_dispatch`], [`count_rejected`], [`count_sdk_dropped`]: what the SDK delivers.
+- [`reset`] (llama.cpp's warm-up reset), [`snapshot`], [`KernelStats`].
+
+# Rules
+
+- Nothing is lost silently: dispatches over [`MAX_DISPATCHES`] are counted
+  ([`KernelStats::dropped_cap`]), malformed records are counted ([`KernelStats::rejected_records`]),
+  and what the SDK itself dropped is added ([`KernelStats::sdk_dropped`]).
+- Device timestamps only; host-side timing is never mixed in (it overstated GPU time 1.7-3x in
+  the llama.cpp work).
+- [`reset`] discards dispatches, invocations and geometries, but keeps the kernel names (code
+  objects are not loaded again) and the invocation counter (a late warm-up record can never
+  collide with a later invocation).
+- Not on a per-range hot path: op scopes take one mutex per op, dispatches arrive in batches on
+  the SDK's thread.
+*/
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+pub mod attribution;
+mod names;
+mod ops;
+mod store;
+
+pub use names::demangle;
+pub use ops::{Geometry, OpDescriptor};
+pub use store::{
+    begin_invocation, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started,
+    kernel_name, record_dispatch, register_kernel_symbol, reset, set_device, set_experts_used, snapshot, Dispatch, Invocation,
+    KernelSnapshot, KernelStats, RawDispatch, MAX_DISPATCHES, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
+};
+
+#[cfg(test)]
+mod tests;

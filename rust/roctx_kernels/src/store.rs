@@ -1,0 +1,396 @@
+//! The stage's state: one mutex, taken once per op scope and once per delivered batch of
+//! dispatch records (never per ROCTX range).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::attribution;
+use crate::names::demangle_all;
+use crate::ops::{Geometry, OpDescriptor};
+
+/// Most dispatches kept between two resets (about 100 bytes each); more are counted.
+pub const MAX_DISPATCHES: usize = 1 << 21;
+/// Most distinct op geometries kept; an op with a new geometry past it is attributed to no op.
+pub const MAX_GEOMETRIES: usize = 1 << 16;
+/// Most kernel names kept.
+pub const MAX_KERNEL_NAMES: usize = 1 << 20;
+
+/// One kernel dispatch, attributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Device start, `CLOCK_BOOTTIME` ns.
+    pub start_ns: u64,
+    /// Device end, `CLOCK_BOOTTIME` ns.
+    pub end_ns: u64,
+    /// The SDK's kernel id (see [`KernelSnapshot::names`]).
+    pub kernel_id: u64,
+    /// The op invocation that launched it (0: none).
+    pub invocation: u32,
+    /// The innermost ROCTX range instance open on the launching thread (0: none).
+    pub range: u32,
+    /// The launching thread.
+    pub thread_id: u64,
+    /// The GPU (agent handle).
+    pub agent_id: u64,
+    /// The queue (stream) it ran on.
+    pub queue_id: u64,
+    /// The SDK's dispatch counter.
+    pub dispatch_id: u64,
+    /// The SDK's internal correlation id (the launching API call's).
+    pub correlation_id: u64,
+}
+
+/// An op invocation: its geometry and what was measured about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invocation {
+    /// Index into [`KernelSnapshot::geometries`].
+    pub geometry: Geometry,
+    /// `MUL_MAT_ID`: distinct experts this launch routed (0: unknown).
+    pub experts_used: u64,
+}
+
+/// The stage's counters; every loss has one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// Dispatches kept.
+    pub dispatches: u64,
+    /// Dispatches over [`MAX_DISPATCHES`] (lost).
+    pub dropped_cap: u64,
+    /// Records that were not well-formed dispatches or symbols (lost).
+    pub rejected_records: u64,
+    /// Records the SDK reports it dropped itself (its `drop_count`; lost).
+    pub sdk_dropped: u64,
+    /// Dispatches of an invocation begun before the last [`reset`], delivered after it
+    /// (warm-up work, discarded on purpose).
+    pub before_reset: u64,
+    /// Op scopes whose geometry did not fit [`MAX_GEOMETRIES`] (their kernels count as no op).
+    pub geometries_over_cap: u64,
+    /// Op descriptors cut to the documented limits (names, sources, parameters, fused nodes).
+    pub cut_descriptors: u64,
+    /// Op scopes begun after the 32-bit invocation space ran out (their kernels count as no op).
+    pub invocations_exhausted: u64,
+    /// Kernel symbols not kept over [`MAX_KERNEL_NAMES`].
+    pub names_over_cap: u64,
+}
+
+/// Everything captured since the last [`reset`], for exporters and the roofline report.
+#[derive(Debug, Clone, Default)]
+pub struct KernelSnapshot {
+    /// GPU architecture from [`set_device`] (e.g. `gfx942`), empty if never set.
+    pub device: String,
+    /// Dispatches in device start order.
+    pub dispatches: Vec<Dispatch>,
+    /// Kernel id -> demangled name.
+    pub names: HashMap<u64, Arc<str>>,
+    /// Invocation id -> its op.
+    pub invocations: BTreeMap<u32, Invocation>,
+    /// Distinct op geometries.
+    pub geometries: Vec<Arc<OpDescriptor>>,
+    /// The counters.
+    pub stats: KernelStats,
+}
+
+impl KernelSnapshot {
+    /// The name of `kernel_id`, empty if its symbol was never registered.
+    pub fn name(&self, kernel_id: u64) -> &str {
+        self.names.get(&kernel_id).map_or("", |n| n)
+    }
+}
+
+/// A kernel name: mangled as registered, demangled at the first snapshot that needs it.
+enum Name {
+    Mangled(Box<[u8]>),
+    Demangled(Arc<str>),
+}
+
+#[derive(Default)]
+struct State {
+    device: String,
+    names: HashMap<u64, Name>,
+    geometries: Vec<Arc<OpDescriptor>>,
+    geometry_index: HashMap<Arc<OpDescriptor>, Geometry>,
+    invocations: BTreeMap<u32, Invocation>,
+    dispatches: Vec<Dispatch>,
+    stats: KernelStats,
+    /// Invocations up to this id were begun before the last reset.
+    reset_floor: u64,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// The last invocation id handed out; monotonic for the process (kept across [`reset`]).
+static LAST_INVOCATION: AtomicU64 = AtomicU64::new(0);
+
+/// `std` mutex for the same reason as the collector's: it can be released in a forked child.
+fn state() -> MutexGuard<'static, Option<State>> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    f(state().get_or_insert_with(State::default))
+}
+
+/// Begins an op invocation with `op`'s geometry; returns its id (from 1), or 0 when the op
+/// cannot be attributed (counted: geometry table full, or the 32-bit id space exhausted).
+pub fn begin_invocation(op: OpDescriptor) -> u32 {
+    let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
+    with(|s| {
+        let Ok(id) = u32::try_from(id) else {
+            s.stats.invocations_exhausted += 1;
+            return 0;
+        };
+        match s.geometry(op) {
+            Some(geometry) => {
+                s.invocations.insert(id, Invocation { geometry, experts_used: 0 });
+                id
+            }
+            None => 0,
+        }
+    })
+}
+
+/// Re-points `invocation` at the fused group `group` (llama.cpp's `fuse_ops`); ignored, with
+/// `false`, for an unknown invocation or a group of fewer than two nodes.
+pub fn fuse_invocation(invocation: u32, group: OpDescriptor) -> bool {
+    if invocation == 0 || group.fused_ops.len() < 2 {
+        return false;
+    }
+    with(|s| {
+        if !s.invocations.contains_key(&invocation) {
+            return false;
+        }
+        match s.geometry(group) {
+            Some(g) => {
+                if let Some(inv) = s.invocations.get_mut(&invocation) {
+                    inv.geometry = g;
+                }
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Records how many distinct experts `invocation` routed (MoE read-back).
+pub fn set_experts_used(invocation: u32, experts: u64) {
+    with(|s| {
+        if let Some(inv) = s.invocations.get_mut(&invocation) {
+            inv.experts_used = experts;
+        }
+    });
+}
+
+/// The number of invocation ids handed out so far (the counter [`reset`] keeps).
+pub fn invocations_started() -> u64 {
+    LAST_INVOCATION.load(Ordering::Relaxed)
+}
+
+/// The GPU architecture the report names (`set_device`).
+pub fn set_device(arch: &str) {
+    let arch: String = arch.chars().take(64).collect();
+    with(|s| s.device = arch);
+}
+
+/// A code object registered `kernel_id` as `mangled` (copied: the SDK frees it later). It is
+/// demangled at the next snapshot, not here on the SDK's thread.
+pub fn register_kernel_symbol(kernel_id: u64, mangled: &[u8]) {
+    let name = Name::Mangled(mangled.into());
+    with(|s| {
+        if s.names.len() >= MAX_KERNEL_NAMES && !s.names.contains_key(&kernel_id) {
+            s.stats.names_over_cap += 1;
+        } else {
+            s.names.insert(kernel_id, name);
+        }
+    });
+}
+
+/// The demangled name of `kernel_id`, if registered.
+pub fn kernel_name(kernel_id: u64) -> Option<Arc<str>> {
+    demangle_pending();
+    with(|s| match s.names.get(&kernel_id) {
+        Some(Name::Demangled(n)) => Some(Arc::clone(n)),
+        Some(Name::Mangled(m)) => Some(String::from_utf8_lossy(m).into()),
+        None => None,
+    })
+}
+
+/// Demangles the names registered since the last call, outside the lock.
+fn demangle_pending() {
+    let pending: Vec<(u64, Box<[u8]>)> = with(|s| {
+        s.names.iter().filter_map(|(&id, n)| if let Name::Mangled(m) = n { Some((id, m.clone())) } else { None }).collect()
+    });
+    if pending.is_empty() {
+        return;
+    }
+    let (ids, mangled): (Vec<u64>, Vec<Box<[u8]>>) = pending.into_iter().unzip();
+    let demangled = demangle_all(mangled.clone());
+    with(|s| {
+        for ((id, was), name) in ids.into_iter().zip(mangled).zip(demangled) {
+            // Only if still the same registration: one made meanwhile is demangled next time.
+            if let Some(slot) = s.names.get_mut(&id) {
+                if matches!(slot, Name::Mangled(m) if *m == was) {
+                    *slot = Name::Demangled(name.into());
+                }
+            }
+        }
+    });
+}
+
+/// One delivered batch of dispatches: `(start_ns, end_ns, kernel_id, external correlation,
+/// thread, agent, queue, dispatch id, internal correlation)` each.
+pub fn record_dispatch<I: IntoIterator<Item = RawDispatch>>(batch: I) {
+    with(|s| {
+        for d in batch {
+            let (invocation, range) = attribution::decode(d.external);
+            if invocation != 0 && u64::from(invocation) <= s.reset_floor {
+                s.stats.before_reset += 1;
+                continue;
+            }
+            if s.dispatches.len() >= MAX_DISPATCHES {
+                s.stats.dropped_cap += 1;
+                continue;
+            }
+            s.stats.dispatches += 1;
+            s.dispatches.push(Dispatch {
+                start_ns: d.start_ns,
+                end_ns: d.end_ns,
+                kernel_id: d.kernel_id,
+                invocation,
+                range,
+                thread_id: d.thread_id,
+                agent_id: d.agent_id,
+                queue_id: d.queue_id,
+                dispatch_id: d.dispatch_id,
+                correlation_id: d.correlation_id,
+            });
+        }
+    });
+}
+
+/// A dispatch as a source delivers it, before attribution.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawDispatch {
+    /// Device start, `CLOCK_BOOTTIME` ns.
+    pub start_ns: u64,
+    /// Device end, `CLOCK_BOOTTIME` ns (not before `start_ns`: sources reject such records).
+    pub end_ns: u64,
+    /// The kernel.
+    pub kernel_id: u64,
+    /// The launching thread's external correlation value ([`attribution`]).
+    pub external: u64,
+    /// The launching thread.
+    pub thread_id: u64,
+    /// The GPU.
+    pub agent_id: u64,
+    /// The queue.
+    pub queue_id: u64,
+    /// The SDK's dispatch counter.
+    pub dispatch_id: u64,
+    /// The SDK's internal correlation id.
+    pub correlation_id: u64,
+}
+
+/// `n` records a source could not read (counted as lost).
+pub fn count_rejected(n: u64) {
+    if n > 0 {
+        with(|s| s.stats.rejected_records += n);
+    }
+}
+
+/// The SDK reported dropping `n` records itself.
+pub fn count_sdk_dropped(n: u64) {
+    if n > 0 {
+        with(|s| s.stats.sdk_dropped = s.stats.sdk_dropped.saturating_add(n));
+    }
+}
+
+/// Discards dispatches, invocations and geometries (llama.cpp's reset after warm-up); keeps the
+/// kernel names, the device and the invocation counter. Dispatches of an invocation begun
+/// before now that arrive later are discarded and counted ([`KernelStats::before_reset`]).
+/// Flushing the source first is the caller's job.
+pub fn reset() {
+    let floor = LAST_INVOCATION.load(Ordering::Relaxed);
+    with(|s| {
+        s.dispatches = Vec::new();
+        s.invocations.clear();
+        s.geometries.clear();
+        s.geometry_index.clear();
+        s.stats = KernelStats::default();
+        s.reset_floor = floor;
+    });
+}
+
+/// A copy of everything captured since the last reset, dispatches in device start order.
+pub fn snapshot() -> KernelSnapshot {
+    demangle_pending();
+    with(|s| {
+        let mut dispatches = s.dispatches.clone();
+        // Buffer records arrive unordered (roofline.md 3).
+        dispatches.sort_by_key(|d| (d.start_ns, d.end_ns, d.dispatch_id));
+        KernelSnapshot {
+            device: s.device.clone(),
+            dispatches,
+            names: s
+                .names
+                .iter()
+                .map(|(&id, n)| match n {
+                    Name::Demangled(n) => (id, Arc::clone(n)),
+                    Name::Mangled(m) => (id, String::from_utf8_lossy(m).into()),
+                })
+                .collect(),
+            invocations: s.invocations.clone(),
+            geometries: s.geometries.clone(),
+            stats: s.stats,
+        }
+    })
+}
+
+impl State {
+    fn geometry(&mut self, op: OpDescriptor) -> Option<Geometry> {
+        let (op, cut) = op.bounded();
+        if cut {
+            self.stats.cut_descriptors += 1;
+        }
+        if let Some(&g) = self.geometry_index.get(&op) {
+            return Some(g);
+        }
+        if self.geometries.len() >= MAX_GEOMETRIES {
+            self.stats.geometries_over_cap += 1;
+            return None;
+        }
+        let g = Geometry::try_from(self.geometries.len()).ok()?;
+        let op = Arc::new(op);
+        self.geometries.push(Arc::clone(&op));
+        self.geometry_index.insert(op, g);
+        Some(g)
+    }
+}
+
+thread_local! {
+    static HELD: std::cell::RefCell<Option<MutexGuard<'static, Option<State>>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Before `fork()`: takes the stage's lock (the runtime's `pthread_atfork` handler calls it).
+pub fn fork_prepare() {
+    let held = state();
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
+}
+
+/// After `fork()`, in the parent.
+pub fn fork_parent() {
+    let _ = HELD.try_with(|h| h.borrow_mut().take());
+}
+
+/// After `fork()`, in the child: the parent's kernels are the parent's; the child starts empty
+/// (names kept: its code objects are the same).
+pub fn fork_child() {
+    let _ = HELD.try_with(|h| {
+        if let Some(mut g) = h.borrow_mut().take() {
+            if let Some(s) = g.as_mut() {
+                s.dispatches = Vec::new();
+                s.invocations.clear();
+                s.stats = KernelStats::default();
+            }
+        }
+    });
+}

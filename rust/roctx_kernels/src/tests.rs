@@ -1,0 +1,130 @@
+use std::sync::Mutex;
+
+use super::*;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    reset();
+    g
+}
+
+fn op(name: &str, ne0: i64) -> OpDescriptor {
+    OpDescriptor { op: name.into(), dtype: "f32".into(), ne: [ne0, 1, 1, 1], bytes: 4 * ne0 as u64, ..Default::default() }
+}
+
+fn dispatch(start: u64, end: u64, kernel: u64, invocation: u32, range: u32) -> RawDispatch {
+    RawDispatch { start_ns: start, end_ns: end, kernel_id: kernel, external: attribution::encode(invocation, range), thread_id: 7, ..Default::default() }
+}
+
+#[test]
+fn kernels_are_attributed_to_the_invocation_and_range_their_value_names() {
+    let _g = serial();
+    let a = begin_invocation(op("MUL_MAT", 896));
+    let b = begin_invocation(op("ADD", 896));
+    assert!(a > 0 && b == a + 1, "ids count up from 1: {a} {b}");
+    register_kernel_symbol(1, b"_Z13quantize_q8_1v.kd");
+    // Delivered out of order, one outside any op.
+    record_dispatch([dispatch(300, 350, 2, b, 0), dispatch(100, 150, 1, a, 5), dispatch(200, 260, 2, a, 5), dispatch(50, 60, 3, 0, 0)]);
+    let s = snapshot();
+    let order: Vec<_> = s.dispatches.iter().map(|d| (d.start_ns, d.invocation, d.range)).collect();
+    assert_eq!(order, [(50, 0, 0), (100, a, 5), (200, a, 5), (300, b, 0)], "device start order");
+    assert_eq!(s.name(1), "quantize_q8_1() [clone .kd]");
+    assert_eq!(s.name(2), "", "never registered");
+    let ga = s.invocations[&a].geometry as usize;
+    assert_eq!(s.geometries[ga].op, "MUL_MAT");
+    assert_eq!(s.stats.dispatches, 4);
+}
+
+#[test]
+fn identical_geometries_are_stored_once_and_different_ones_apart() {
+    let _g = serial();
+    let ids: Vec<u32> = (0..100).map(|i| begin_invocation(op("ADD", 1 + (i % 2)))).collect();
+    let s = snapshot();
+    assert_eq!(s.geometries.len(), 2);
+    assert_eq!(s.invocations.len(), 100);
+    assert_ne!(s.invocations[&ids[0]].geometry, s.invocations[&ids[1]].geometry);
+    assert_eq!(s.invocations[&ids[0]].geometry, s.invocations[&ids[2]].geometry);
+}
+
+#[test]
+fn a_fused_group_repoints_the_invocation_and_the_head_record_stays() {
+    let _g = serial();
+    let head = op("MUL_MAT", 896);
+    let id = begin_invocation(head.clone());
+    let group = OpDescriptor { fused_ops: vec![head.clone(), op("ADD", 896)], ..head.clone() };
+    assert!(!fuse_invocation(id, OpDescriptor { fused_ops: vec![head.clone()], ..head.clone() }), "one node is no group");
+    assert!(!fuse_invocation(id + 1000, group.clone()), "unknown invocation");
+    assert!(fuse_invocation(id, group));
+    let s = snapshot();
+    let g = &s.geometries[s.invocations[&id].geometry as usize];
+    assert_eq!(g.fused_ops.iter().map(|f| f.op.as_str()).collect::<Vec<_>>(), ["MUL_MAT", "ADD"]);
+    assert_eq!(s.geometries.len(), 2, "the provisional head-only record is kept");
+}
+
+#[test]
+fn reset_discards_captures_but_keeps_names_and_the_counter() {
+    let _g = serial();
+    register_kernel_symbol(9, b"warm");
+    let warm = begin_invocation(op("ADD", 4));
+    record_dispatch([dispatch(1, 2, 9, warm, 0)]);
+    set_device("gfx942");
+    reset();
+    let s = snapshot();
+    assert!(s.dispatches.is_empty() && s.invocations.is_empty() && s.geometries.is_empty());
+    assert_eq!(s.name(9), "warm");
+    assert_eq!(s.device, "gfx942");
+    let next = begin_invocation(op("ADD", 4));
+    assert!(next > warm, "the counter is monotonic across reset");
+    // A late warm-up record is discarded and counted; the new invocation's is kept.
+    record_dispatch([dispatch(5, 6, 9, warm, 0), dispatch(7, 8, 9, next, 0), dispatch(9, 10, 9, 0, 0)]);
+    let s = snapshot();
+    assert_eq!(s.dispatches.iter().map(|d| d.invocation).collect::<Vec<_>>(), [next, 0]);
+    assert_eq!(s.stats.before_reset, 1);
+}
+
+#[test]
+fn over_the_dispatch_cap_the_newest_are_counted_not_kept() {
+    let _g = serial();
+    record_dispatch((0..MAX_DISPATCHES as u64 + 3).map(|i| dispatch(i, i + 1, 1, 0, 0)));
+    let s = snapshot();
+    assert_eq!(s.dispatches.len(), MAX_DISPATCHES);
+    assert_eq!(s.stats.dropped_cap, 3);
+    assert_eq!(s.dispatches.last().map(|d| d.start_ns), Some(MAX_DISPATCHES as u64 - 1));
+    count_rejected(2);
+    count_sdk_dropped(5);
+    let s = snapshot();
+    assert_eq!((s.stats.rejected_records, s.stats.sdk_dropped), (2, 5));
+}
+
+#[test]
+fn hostile_descriptors_are_cut_to_the_limits_and_counted() {
+    let _g = serial();
+    let big = OpDescriptor {
+        op: "é".repeat(1000),
+        src_ne: vec![[1; 4]; 100],
+        src_types: vec!["f32".into(); 100],
+        src_bytes: vec![1; 100],
+        op_params: vec![0; 100],
+        fused_ops: vec![OpDescriptor { fused_ops: vec![op("X", 1)], ..op("Y", 1) }; 100],
+        ..Default::default()
+    };
+    let id = begin_invocation(big);
+    let s = snapshot();
+    let g = &s.geometries[s.invocations[&id].geometry as usize];
+    assert!(g.op.len() <= 256 && g.op.chars().all(|c| c == 'é'));
+    assert_eq!((g.src_ne.len(), g.src_types.len(), g.src_bytes.len(), g.op_params.len()), (16, 16, 16, 16));
+    assert_eq!(g.fused_ops.len(), 64);
+    assert!(g.fused_ops.iter().all(|f| f.fused_ops.is_empty()));
+    assert_eq!(s.stats.cut_descriptors, 1);
+}
+
+#[test]
+fn experts_used_is_kept_per_invocation() {
+    let _g = serial();
+    let id = begin_invocation(op("MUL_MAT_ID", 8));
+    set_experts_used(id, 3);
+    set_experts_used(id + 99, 3); // unknown: ignored
+    assert_eq!(snapshot().invocations[&id].experts_used, 3);
+}
