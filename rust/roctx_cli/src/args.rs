@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Inspect, merge and convert the XSpace traces (`.xplane.pb`) that roctx_utils and XLA write.
+/// Inspect, merge and convert the XSpace traces (`.xplane.pb`) that roctx_utils and XLA write;
+/// analyse ggml roofline reports.
 ///
 /// An INPUT is a `.xplane.pb` file, or a TensorBoard log directory (the one given to
 /// `tensorboard --logdir`, holding `plugins/profile/<run>/<host>.xplane.pb`), which stands for
@@ -26,6 +27,8 @@ pub(crate) enum Command {
     Merge(MergeArgs),
     /// Convert an XSpace to another trace format.
     Convert(ConvertArgs),
+    /// Per-op GPU roofline of a ggml/llama.cpp roofline report (GGML_ROOFLINE_OUT).
+    Roofline(RooflineArgs),
 }
 
 /// `roctx inspect`.
@@ -71,4 +74,39 @@ pub(crate) struct ConvertArgs {
 pub(crate) enum Format {
     /// Chrome trace-event JSON, for chrome://tracing and ui.perfetto.dev.
     Chrome,
+}
+
+/// `roctx roofline`.
+#[derive(Debug, Args)]
+#[command(after_help = "Peaks come from the report's device (a gfx arch) or --device: mi300x (gfx942), mi250x-gcd (gfx90a), mi250x, mi250, rx7900xtx (gfx1100), strix-halo (gfx1151), h200. For any other GPU give both --peak-bw and --peak-flops; without peaks the table has no percentages. Percentages are of datasheet peaks, not measured ones.\n\nExit status: 0 success; 2 bad usage, an unknown --device, or a report that could not be read or parsed (the message names the JSON path of the bad value).")]
+pub(crate) struct RooflineArgs {
+    /// The JSON report the profiler wrote (GGML_ROOFLINE_OUT).
+    #[arg(value_name = "REPORT.json")]
+    pub(crate) input: PathBuf,
+    /// Take the peaks of this device instead of the report's: a gfx arch or a table key.
+    #[arg(long, value_name = "ARCH")]
+    pub(crate) device: Option<String>,
+    /// Peak memory bandwidth in GB/s (10^9 B/s), replacing the device's.
+    #[arg(long, value_name = "GBPS", value_parser = positive)]
+    pub(crate) peak_bw: Option<f64>,
+    /// Peak compute in TFLOP/s, replacing every compute ceiling of the device.
+    #[arg(long, value_name = "TFLOPS", value_parser = positive)]
+    pub(crate) peak_flops: Option<f64>,
+    /// Also write the roofline plot as an SVG file (parent directories are created).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) svg: Option<PathBuf>,
+    /// Print the analysis as one JSON document instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Show the N groups with the most time (default: 25 in the table, all with --json; 0: all).
+    #[arg(long, value_name = "N")]
+    pub(crate) top: Option<usize>,
+}
+
+/// A finite number above 0.
+fn positive(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a number above 0, got {text:?}")),
+    }
 }

@@ -28,7 +28,7 @@ pub(crate) const MEMORY_PER_INPUT_BYTE: u64 = 29;
 pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
     let meta = metadata(path)?;
     if !meta.is_dir() {
-        regular(path, &meta)?;
+        regular(path, &meta, XSPACE_HINTS)?;
         return Ok(vec![path.to_owned()]);
     }
     logdir::find_xspaces(path).map_err(|err| match err.kind() {
@@ -39,28 +39,52 @@ pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
     })
 }
 
-/// Reads and decodes one file. An empty file is a valid (empty) XSpace. The file type and size
-/// are checked before reading, and again on the open file: a FIFO is never opened (which could
-/// block) and a device like /dev/zero never read (which would not end).
+// The XSpace hint spells the factor out: keep them equal.
+const _: () = assert!(MEMORY_PER_INPUT_BYTE == 29);
+
+/// Hints for an XSpace input that is not a regular file, or too large.
+const XSPACE_HINTS: Hints = Hints {
+    not_regular: "roctx reads .xplane.pb files and log directories; save the trace to a file first",
+    too_large: "roctx decodes each input whole, taking up to ~29x its size in memory; split the capture (one file per host, or a shorter session)",
+};
+
+/// The next step to suggest when an input file is refused, per kind of input.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hints {
+    /// For a FIFO, device, socket or other non-regular file.
+    pub(crate) not_regular: &'static str,
+    /// For a file over [`MAX_INPUT_BYTES`].
+    pub(crate) too_large: &'static str,
+}
+
+/// Reads and decodes one file. An empty file is a valid (empty) XSpace.
 pub(crate) fn read(path: &Path) -> Result<XSpace, Failure> {
-    let meta = metadata(path)?;
-    regular(path, &meta)?;
-    size(path, meta.len())?;
-    let file = File::open(path).map_err(|err| Failure::io("reading", path, err))?;
-    // The path may have been swapped since: what counts is the file now open.
-    let meta = file.metadata().map_err(|err| Failure::io("reading", path, err))?;
-    regular(path, &meta)?;
-    size(path, meta.len())?;
-    // CAST: at most MAX_INPUT_BYTES, which fits usize on 64-bit hosts.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| Failure::io("reading", path, err))?;
-    size(path, bytes.len() as u64)?; // It grew while being read.
+    let bytes = read_bytes(path, XSPACE_HINTS)?;
     XSpace::decode(bytes.as_slice()).map_err(|err| {
         Failure::new(format!(
             "reading {}: not an XSpace ({err}); expected a .xplane.pb file or a TensorBoard log directory",
             path.display()
         ))
     })
+}
+
+/// Reads one regular file of at most [`MAX_INPUT_BYTES`] whole. The file type and size are
+/// checked before reading, and again on the open file: a FIFO is never opened (which could
+/// block) and a device like /dev/zero never read (which would not end).
+pub(crate) fn read_bytes(path: &Path, hints: Hints) -> Result<Vec<u8>, Failure> {
+    let meta = metadata(path)?;
+    regular(path, &meta, hints)?;
+    size(path, meta.len(), hints)?;
+    let file = File::open(path).map_err(|err| Failure::io("reading", path, err))?;
+    // The path may have been swapped since: what counts is the file now open.
+    let meta = file.metadata().map_err(|err| Failure::io("reading", path, err))?;
+    regular(path, &meta, hints)?;
+    size(path, meta.len(), hints)?;
+    // CAST: at most MAX_INPUT_BYTES, which fits usize on 64-bit hosts.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).map_err(|err| Failure::io("reading", path, err))?;
+    size(path, bytes.len() as u64, hints)?; // It grew while being read.
+    Ok(bytes)
 }
 
 /// `path`'s metadata (following links), or why there is none.
@@ -75,20 +99,18 @@ fn metadata(path: &Path) -> Result<Metadata, Failure> {
 }
 
 /// Fails unless `meta` is a regular file's.
-fn regular(path: &Path, meta: &Metadata) -> Result<(), Failure> {
+fn regular(path: &Path, meta: &Metadata, hints: Hints) -> Result<(), Failure> {
     if meta.is_file() {
         return Ok(());
     }
     Err(Failure::new(format!("{} is not a regular file ({})", path.display(), FileKind::of(&meta.file_type()).describe()))
-        .hint("roctx reads .xplane.pb files and log directories; save the trace to a file first"))
+        .hint(hints.not_regular))
 }
 
 /// Fails if `len` is over [`MAX_INPUT_BYTES`].
-fn size(path: &Path, len: u64) -> Result<(), Failure> {
+fn size(path: &Path, len: u64, hints: Hints) -> Result<(), Failure> {
     if len <= MAX_INPUT_BYTES {
         return Ok(());
     }
-    Err(Failure::new(format!("{} is over roctx's input limit of 1 GiB ({MAX_INPUT_BYTES} bytes)", path.display())).hint(format!(
-        "roctx decodes each input whole, taking up to ~{MEMORY_PER_INPUT_BYTE}x its size in memory; split the capture (one file per host, or a shorter session)"
-    )))
+    Err(Failure::new(format!("{} is over roctx's input limit of 1 GiB ({MAX_INPUT_BYTES} bytes)", path.display())).hint(hints.too_large))
 }

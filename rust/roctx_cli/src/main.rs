@@ -1,15 +1,16 @@
 /*!
 `roctx`: inspect, merge and convert the XSpace traces (`.xplane.pb`) that roctx_utils and XLA
-write, without TensorBoard.
+write, without TensorBoard; and the per-op roofline of a ggml roofline report.
 
 ```text
 roctx inspect run/                         planes, XProf rows, nesting; exit 1 on validation errors
 roctx inspect --json host.xplane.pb        the same as one JSON document
 roctx merge xla_run/ roctx_run/ -o all.xplane.pb
 roctx convert --format chrome run/ -o trace.json.gz
+roctx roofline report.json --svg roofline.svg  per-op roofline of a ggml GGML_ROOFLINE_OUT report
 ```
 
-A thin binary over `roctx_export`: each subcommand module reads inputs through [`input`],
+A thin binary over `roctx_export` and `roctx_roofline`: each subcommand module reads inputs through [`input`],
 calls the library, writes through [`output`] and prints; [`messages`] owns the `roctx:` errors
 and exit codes.
 
@@ -46,6 +47,7 @@ mod inspect;
 mod merge;
 mod messages;
 mod output;
+mod roofline;
 
 use std::process::ExitCode;
 
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Roofline(args) => roofline::run(args),
     };
     ExitCode::from(match result {
         Ok(status) => status.code(),

@@ -93,9 +93,19 @@ pub(crate) fn error(message: &str) {
     let _ = writeln!(io::stderr(), "roctx: {message}");
 }
 
+/// `roctx: warning: <message>` on stderr, for what limits the output without stopping it.
+pub(crate) fn warning(message: &str) {
+    let _ = writeln!(io::stderr(), "roctx: warning: {message}");
+}
+
 /// `hint: <next step>` on stderr, after an error.
 pub(crate) fn hint(text: &str) {
     let _ = writeln!(io::stderr(), "hint: {text}");
+}
+
+/// Writes `text` to stderr; a closed stderr is ignored.
+pub(crate) fn print_err(text: &str) {
+    let _ = io::stderr().write_all(text.as_bytes());
 }
 
 /// Writes `text` to stdout and flushes it.

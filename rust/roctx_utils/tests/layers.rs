@@ -28,6 +28,7 @@ const EMITTER: Layer = Layer { rank: 6, name: "emitter" };
 const RUNTIME: Layer = Layer { rank: 5, name: "runtime" };
 const LISTENER: Layer = Layer { rank: 4, name: "listener" };
 const EXPORT: Layer = Layer { rank: 4, name: "export" };
+const ROOFLINE: Layer = Layer { rank: 4, name: "roofline" };
 const COLLECTOR: Layer = Layer { rank: 3, name: "collector" };
 const KERNELS: Layer = Layer { rank: 3, name: "kernels" };
 const SYS: Layer = Layer { rank: 2, name: "sys" };
@@ -39,6 +40,7 @@ fn crate_layer(krate: &str) -> Option<Layer> {
     Some(match krate {
         "roctx_cli" => CLI,
         "roctx_export" => EXPORT,
+        "roctx_roofline" => ROOFLINE,
         "roctx_collector" => COLLECTOR,
         "roctx_kernels" => KERNELS,
         "roctx_sys" => SYS,
@@ -61,7 +63,7 @@ fn module_layer(module: &str) -> Option<Layer> {
     })
 }
 
-const CRATES: [&str; 7] = ["roctx_cli", "roctx_collector", "roctx_config", "roctx_export", "roctx_kernels", "roctx_sys", "roctx_utils"];
+const CRATES: [&str; 8] = ["roctx_cli", "roctx_collector", "roctx_config", "roctx_export", "roctx_kernels", "roctx_roofline", "roctx_sys", "roctx_utils"];
 
 /// The layer a path refers to, from the crate it is written in (`crate::x` resolves there).
 fn target_layer(from_crate: &str, root: &str, module: Option<&str>) -> Option<Layer> {
