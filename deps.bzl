@@ -24,6 +24,8 @@ _CARGO_MANIFESTS = [
     "//rust:roctx_collector/Cargo.toml",
     "//rust:roctx_config/Cargo.toml",
     "//rust:roctx_export/Cargo.toml",
+    "//rust:roctx_kernels/Cargo.toml",
+    "//rust:roctx_roofline/Cargo.toml",
     "//rust:roctx_sys/Cargo.toml",
     "//rust:roctx_utils/Cargo.toml",
 ]

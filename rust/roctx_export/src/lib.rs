@@ -42,7 +42,7 @@ pub mod chrome;
 pub mod inspect;
 pub mod logdir;
 mod model;
-pub mod output;
+pub use roctx_sys::output;
 pub mod xplane;
 pub mod xplane_proto;
 

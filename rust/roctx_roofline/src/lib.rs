@@ -19,6 +19,7 @@ the capture side builds a [`Report`] and calls [`Report::to_json`].
   total time first ([`analyse`]).
 - [`peaks`]: the per-architecture peak table (§7) with a cited source per entry, the ceiling an
   op is judged against, `--peak-bw`/`--peak-flops` style overrides ([`Peaks::with_overrides`]).
+- [`build`]: the report from a capture of the kernel stage (`roctx_kernels`).
 - [`svg`]: a self-contained, deterministic SVG roofline plot ([`svg::render`]).
 
 # Example
@@ -63,6 +64,7 @@ assert_eq!(svg.matches(r#"class="op""#).count(), 1);
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod analysis;
+pub mod build;
 pub mod ggml;
 pub mod peaks;
 pub mod report;

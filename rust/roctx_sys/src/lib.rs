@@ -10,6 +10,8 @@ library to try, when, and what to tell the user about it is decided above (`roct
 - [`os`]: the clock (`CLOCK_BOOTTIME`, the clock of rocprofiler-sdk's records), `gettid`, the host
   name, `atexit`;
 - [`CText`]: a C string borrowed from the host, measured only when someone needs its bytes;
+- [`output`]: how every file is written: whole or not at all, replacing only regular files
+  (`output::replace_regular`) or never replacing anything (`output::write_new`);
 - [`guard`]: the panic fence every `extern "C"` function of the library runs its body in.
 
 The host's AnnotationStack, the other outbound call, is a cxx bridge and lives in
@@ -21,6 +23,7 @@ The host's AnnotationStack, the other outbound call, is a cxx bridge and lives i
 mod ctext;
 mod guard;
 pub mod os;
+pub mod output;
 pub mod rocprofiler;
 pub mod roctx;
 

@@ -5,6 +5,7 @@
 //!   through cxx (`extern "Rust"`), plus the targets of the C++ forwarders;
 //! - [`c_api`]: the `extern "C"` surface of `roctx_utils.h` (annotation handles, sessions,
 //!   snapshots, export, diagnostics);
+//! - [`roofline`]: the `extern "C"` surface of `roofline.h` (op scopes, the report);
 //! - [`guard`] (from `roctx_sys`, where the listener's SDK callbacks and the runtime's exit hook
 //!   reach it too): every entry runs inside it, so a panic becomes a counted neutral result and
 //!   never unwinds into C++ (cxx would abort, and an abort takes the host down).
@@ -13,5 +14,6 @@
 
 pub mod bridge;
 pub mod c_api;
+pub mod roofline;
 
 pub use roctx_sys::{guard, panics_caught};

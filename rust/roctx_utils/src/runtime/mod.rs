@@ -36,6 +36,7 @@
 mod roctx;
 
 mod fork;
+pub mod roofline;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -90,11 +91,15 @@ fn start() -> &'static Runtime {
         }
         let runtime = Runtime { roctx: roctx::bind(config) }; // 3.
         auto_session(config, runtime.roctx_flavor()); // 4.
+        roofline_at_exit(config);
         runtime
     })
 }
 
 fn tool_mode_wanted(config: &Config) -> bool {
+    if config.roofline_out.is_some() && config.capture != CaptureRequest::Off {
+        return true; // the report needs the SDK's kernel records
+    }
     match config.capture {
         CaptureRequest::Sdk => true,
         CaptureRequest::Auto => config.enable_roctx,
@@ -203,6 +208,19 @@ fn auto_session(config: &Config, roctx: Option<Flavor>) {
         }
         Err(e) => log::warn(format_args!("{} is set but no session could start: {e}", roctx_config::XSPACE_OUT)),
     }
+}
+
+/// With a roofline path configured: the report at exit.
+fn roofline_at_exit(config: &Config) {
+    if config.roofline_out.is_none() {
+        return;
+    }
+    if !listener::kernels::active() {
+        log::warn(format_args!(
+            "a roofline report path is set, but kernel dispatches are not traced (rocprofiler-sdk is unavailable; ROCTX_UTILS_LOG=info says why): the report will have no rows"
+        ));
+    }
+    roctx_sys::os::at_exit(roofline::write_at_exit);
 }
 
 fn ensure_exit_hook() {

@@ -1,0 +1,110 @@
+/* roctx_utils' op scopes: per-op GPU kernel attribution and the per-op roofline report.
+ *
+ * Kernel dispatches are traced with device timestamps through rocprofiler-sdk (tool mode; see
+ * README "Kernels and roofline"). Each kernel is attributed to
+ *   - the innermost ROCTX range open on the launching thread (no code change needed), and
+ *   - the op scope open on that thread, if any: an op scope begun here with
+ *     roctx_utils_op_begin() tags every kernel the thread launches until roctx_utils_op_end()
+ *     or the next roctx_utils_op_begin().
+ *
+ * The report (one row per op invocation with its kernels in device-start order, in the schema
+ * of llama.cpp's GGML_HIP_ROOFLINE profiler plus "schema_version") is written at exit to
+ * $ROCTX_UTILS_ROOFLINE_OUT, else $GGML_ROOFLINE_OUT, or by roctx_utils_roofline_write().
+ * `roctx roofline report.json` groups the ops and computes intensity and % of peak.
+ *
+ * When neither variable is set and kernel tracing is not running, every function here is a
+ * no-op that returns its neutral value. Nothing here throws, unwinds or aborts.
+ *
+ * llama.cpp hosts use the ggml_cuda_roofline_* entry points instead (integrations/llama.cpp);
+ * they feed the same machinery. */
+#ifndef ROCTX_UTILS_ROOFLINE_H_
+#define ROCTX_UTILS_ROOFLINE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roctx_utils/roctx_utils.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One source operand of an op. */
+typedef struct roctx_utils_op_source {
+  const char* type; /* type name (e.g. "q4_K"); NULL or "" for a null slot */
+  int64_t ne[4];    /* shape */
+  uint64_t bytes;   /* bytes read */
+} roctx_utils_op_source;
+
+/* What an op is, as the report shows it. Zero-initialize, set struct_size to
+ * sizeof(roctx_utils_op_desc); fields past a caller's struct_size read as zero. Strings are
+ * copied; the pointers need only live for the call. */
+typedef struct roctx_utils_op_desc {
+  uint64_t struct_size;
+  const char* op;    /* op name, e.g. "MUL_MAT" (required; NULL or "" refuses the op) */
+  const char* name;  /* node name, may be NULL */
+  const char* dtype; /* destination type name */
+  const char* quant; /* src[0]'s type name (weights of a matmul), may be NULL */
+  int64_t ne[4];     /* destination shape */
+  const roctx_utils_op_source* src; /* n_src sources (at most 16 kept) */
+  uint32_t n_src;
+  uint32_t n_op_params;             /* at most 16 kept */
+  const int32_t* op_params;
+  uint64_t bytes;     /* HBM traffic: destination + sources (a fused group: its external traffic) */
+  uint64_t dst_bytes; /* destination bytes */
+  uint64_t m, n, k;   /* matmul dimensions, 0 otherwise */
+  uint64_t n_experts; /* MUL_MAT_ID: experts */
+  uint64_t top_k;     /* MUL_MAT_ID: experts per token */
+  const struct roctx_utils_op_desc* fused; /* a fused group's nodes, in graph order (or NULL) */
+  uint32_t n_fused;                        /* at most 64 kept; 0 or >= 2 */
+  uint32_t reserved;                       /* zero */
+} roctx_utils_op_desc;
+
+/* Begins an op scope on the calling thread (ending the one open there, if any). Returns the
+ * invocation id (from 1), or 0 when nothing is traced or the descriptor is refused (counted). */
+uint64_t roctx_utils_op_begin(const roctx_utils_op_desc* op);
+
+/* Ends the calling thread's op scope; later kernels belong to no op (invocation 0). */
+void roctx_utils_op_end(void);
+
+/* MUL_MAT_ID: the distinct experts an invocation actually routed (0 = unknown). */
+void roctx_utils_op_set_experts_used(uint64_t invocation, uint64_t experts);
+
+/* Re-points the calling thread's current invocation at the fused group `group` (its `fused`
+ * nodes, at least two). Returns 1 if it did, 0 otherwise. */
+int roctx_utils_op_fuse(const roctx_utils_op_desc* group);
+
+/* The GPU architecture the report names (e.g. "gfx942"). */
+void roctx_utils_roofline_set_device(const char* arch);
+
+/* Discards everything captured so far (after warm-up), after flushing the SDK's buffer; keeps
+ * kernel names and the invocation counter. */
+void roctx_utils_roofline_reset(void);
+
+/* Flushes and writes the report to `path` (NULL: the configured path). Returns
+ * ROCTX_UTILS_OK, ROCTX_UTILS_INVALID_ARGUMENT (no path), or ROCTX_UTILS_IO_ERROR (a message
+ * on stderr names the path and the reason). */
+int roctx_utils_roofline_write(const char* path);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_source, 48);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, ne, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, bytes, 40);
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_desc, 168);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, op, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, quant, 32);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, ne, 40);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, src, 72);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, n_src, 80);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, n_op_params, 84);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, op_params, 88);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, bytes, 96);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, m, 112);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, top_k, 144);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, fused, 152);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_desc, n_fused, 160);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ROCTX_UTILS_ROOFLINE_H_

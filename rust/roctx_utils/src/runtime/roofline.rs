@@ -1,0 +1,66 @@
+//! The roofline report's lifecycle: written at exit when `ROCTX_UTILS_ROOFLINE_OUT` (or
+//! llama.cpp's `GGML_ROOFLINE_OUT`) is set, or on request; reset after warm-up. Flushing the
+//! SDK's buffer first is what makes both exact: rocprofiler-sdk never delivers by itself.
+
+use std::path::Path;
+
+use roctx_config::log;
+
+use crate::listener;
+
+/// Flushes, then discards everything captured (llama.cpp's reset: names and the invocation
+/// counter are kept).
+pub fn reset() {
+    listener::kernels::flush();
+    roctx_kernels::reset();
+}
+
+/// Flushes and writes the report to `path`, replacing only a regular file; prints the
+/// llama.cpp summary line, or what failed with the path and the reason. Returns whether it wrote.
+pub fn write(path: &Path) -> bool {
+    listener::kernels::flush();
+    let snapshot = roctx_kernels::snapshot();
+    let report = roctx_roofline::build::report(&snapshot);
+    let json = match report.to_json() {
+        Ok(json) => json,
+        Err(e) => {
+            log::warn(format_args!("roofline report {}: not written: {e}", path.display()));
+            return false;
+        }
+    };
+    if let Err(e) = roctx_sys::output::replace_regular(path, json.as_bytes()) {
+        log::warn(format_args!("roofline report {}: could not write: {e}", path.display()));
+        return false;
+    }
+    let unique: std::collections::BTreeSet<_> = snapshot.invocations.values().map(|i| i.geometry).collect();
+    log::result(format_args!(
+        "roofline: wrote {} ({} invocations, {} unique ops, {:.1} us GPU time{})",
+        path.display(),
+        report.rows.len(),
+        unique.len(),
+        report.total_gpu_time_us,
+        losses(&snapshot.stats)
+    ));
+    true
+}
+
+fn losses(s: &roctx_kernels::KernelStats) -> String {
+    let lost = [
+        (s.dropped_cap, "over the dispatch cap"),
+        (s.rejected_records, "malformed records"),
+        (s.sdk_dropped, "dropped by rocprofiler-sdk"),
+        (s.geometries_over_cap, "ops over the geometry cap"),
+        (s.invocations_exhausted, "ops past the id space"),
+    ];
+    let parts: Vec<String> = lost.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
+    if parts.is_empty() { String::new() } else { format!("; LOST: {}", parts.join(", ")) }
+}
+
+/// The exit hook: writes the report to the configured path.
+pub(super) extern "C" fn write_at_exit() {
+    roctx_sys::guard((), || {
+        if let Some(path) = &roctx_config::get().roofline_out {
+            write(path);
+        }
+    })
+}
