@@ -1,0 +1,233 @@
+// Kernel tracing, op-scope attribution and the roofline report, end to end through the fake
+// rocprofiler-sdk (KERNEL_DISPATCH buffer records, CODE_OBJECT symbols, external correlation),
+// for each SDK layout (FAKE_ROCPROFILER_VERSION). The report is read back as written.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cc_tests/capture_test_util.h"
+#include "cc_tests/fake_sdk_hooks.h"
+#include "gtest/gtest.h"
+#include "roctx_utils/roofline.h"
+
+namespace {
+
+struct Fake {
+  FakeSdkLoadKernelSymbolFn load_symbol = nullptr;
+  FakeSdkDispatchKernelFn dispatch = nullptr;
+  FakeSdkSetDeliveryOrderFn set_order = nullptr;
+  FakeSdkCounterFn flushes = nullptr;
+  FakeSdkDispatchRawFn raw = nullptr;
+
+  static const Fake& Get() {
+    static const Fake fake = [] {
+      // Start-up configures tool mode (and with it kernel tracing) before anything else.
+      roctx_utils_op_begin(nullptr);
+      Fake f;
+      void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+      if (sdk == nullptr) return f;
+      f.load_symbol = reinterpret_cast<FakeSdkLoadKernelSymbolFn>(dlsym(sdk, "fake_sdk_load_kernel_symbol"));
+      f.dispatch = reinterpret_cast<FakeSdkDispatchKernelFn>(dlsym(sdk, "fake_sdk_dispatch_kernel"));
+      f.set_order = reinterpret_cast<FakeSdkSetDeliveryOrderFn>(dlsym(sdk, "fake_sdk_set_delivery_order"));
+      f.flushes = reinterpret_cast<FakeSdkCounterFn>(dlsym(sdk, "fake_sdk_buffer_flushes"));
+      f.raw = reinterpret_cast<FakeSdkDispatchRawFn>(dlsym(sdk, "fake_sdk_dispatch_raw"));
+      return f;
+    }();
+    return fake;
+  }
+};
+
+// An op descriptor whose strings live as long as it does.
+struct Op {
+  std::string op, dtype, quant;
+  std::vector<roctx_utils_op_source> src;
+  std::vector<Op> fused_nodes;
+  std::vector<roctx_utils_op_desc> fused;
+  roctx_utils_op_desc desc{};
+
+  Op(std::string op_name, int64_t ne0, uint64_t bytes) : op(std::move(op_name)), dtype("f32"), quant("f32") {
+    desc.struct_size = sizeof(desc);
+    desc.ne[0] = ne0;
+    desc.ne[1] = desc.ne[2] = desc.ne[3] = 1;
+    desc.bytes = bytes;
+    desc.dst_bytes = 4 * ne0;
+  }
+  const roctx_utils_op_desc* Desc() {
+    desc.op = op.c_str();
+    desc.dtype = dtype.c_str();
+    desc.quant = quant.c_str();
+    desc.src = src.empty() ? nullptr : src.data();
+    desc.n_src = static_cast<uint32_t>(src.size());
+    fused.clear();
+    for (Op& node : fused_nodes) fused.push_back(*node.Desc());
+    desc.fused = fused.empty() ? nullptr : fused.data();
+    desc.n_fused = static_cast<uint32_t>(fused.size());
+    return &desc;
+  }
+};
+
+// The PR #33 example of roofline.md 5.3: decode down-projection MUL_MAT fused with its ADD.
+Op FusedMatmulAdd() {
+  Op mm("MUL_MAT", 896, 2451456 + 19456 + 3584);
+  mm.quant = "q4_K";
+  mm.src = {{"q4_K", {4864, 896, 1, 1}, 2451456}, {"f32", {4864, 1, 1, 1}, 19456}};
+  mm.desc.m = 1;
+  mm.desc.n = 896;
+  mm.desc.k = 4864;
+  Op add("ADD", 896, 3 * 3584);
+  add.src = {{"f32", {896, 1, 1, 1}, 3584}, {"f32", {896, 1, 1, 1}, 3584}};
+  Op group = mm;
+  group.desc.bytes = 2478080;
+  group.desc.dst_bytes = 3584;
+  group.fused_nodes = {mm, add};
+  return group;
+}
+
+std::string WriteReport(const std::string& name) {
+  const std::string path = capture_test::TmpDir("roofline") + "/" + name;
+  EXPECT_EQ(roctx_utils_roofline_write(path.c_str()), ROCTX_UTILS_OK);
+  return capture_test::ReadFile(path);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+class Roofline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Fake& f = Fake::Get();
+    ASSERT_TRUE(f.load_symbol && f.dispatch && f.set_order && f.flushes && f.raw) << "fake SDK hooks";
+    roctx_utils_roofline_reset();
+    f.set_order(0);
+  }
+};
+
+TEST_F(Roofline, OpScopesAttributeEveryKernelExactly) {
+  const Fake& f = Fake::Get();
+  f.load_symbol(1, "_Z13quantize_q8_1PKfPvllllll", 7);
+  f.load_symbol(2, "_Z13mul_mat_vec_qPKvS0_Pf.kd", 7);
+  f.load_symbol(3, "_Z8rms_normILi1024EEvPKfPfif", 7);
+  f.set_order(1);  // the SDK delivers unordered; rows must be in device start order
+  roctx_utils_roofline_set_device("gfx1151");
+
+  f.dispatch(3, 10, 20, 1, 1);  // before any op: invocation 0
+  Op group = FusedMatmulAdd();
+  const uint64_t mm = roctx_utils_op_begin(group.Desc());
+  ASSERT_GT(mm, 0u);
+  f.dispatch(1, 1000, 2000, 1, 1);
+  f.dispatch(2, 2100, 10100, 1, 1);
+  Op norm("RMS_NORM", 896, 7168);
+  const uint64_t rms = roctx_utils_op_begin(norm.Desc());  // replaces the open scope
+  EXPECT_EQ(rms, mm + 1);
+  f.dispatch(3, 11000, 11500, 1, 1);
+  Op idle("ADD", 4, 48);
+  EXPECT_EQ(roctx_utils_op_begin(idle.Desc()), rms + 1);  // dispatches nothing: no row
+  roctx_utils_op_end();
+  f.dispatch(3, 12000, 13000, 1, 1);  // after the scope: invocation 0 again
+
+  // Another thread's op, interleaved in device time with ours.
+  uint64_t other = 0;
+  std::thread t([&] {
+    Op add("ADD", 896, 10752);
+    other = roctx_utils_op_begin(add.Desc());
+    f.dispatch(3, 1500, 1600, 1, 2);
+    roctx_utils_op_end();
+  });
+  t.join();
+  ASSERT_GT(other, 0u);
+
+  const std::string json = WriteReport("exact.json");
+  EXPECT_NE(json.find("\"schema_version\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"device\": \"gfx1151\""), std::string::npos) << json;
+  EXPECT_EQ(Count(json, "\"invocation\": "), 3u) << "the scope with no dispatch has no row\n" << json;
+  // Invocation 0's 10 ns + 1000 ns are excluded: 1 + 8 + 0.5 + 0.1 us.
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 9.6"), std::string::npos) << json;
+  // The fused row: its group bytes and its nodes, its two kernels in device start order.
+  const size_t row = json.find("\"invocation\": " + std::to_string(mm) + ",");
+  ASSERT_NE(row, std::string::npos) << json;
+  const std::string mm_row = json.substr(row, json.find("\"invocation\": ", row + 1) - row);
+  EXPECT_NE(mm_row.find("\"bytes\": 2478080"), std::string::npos) << mm_row;
+  EXPECT_NE(mm_row.find("\"dst_bytes\": 3584"), std::string::npos) << mm_row;
+  EXPECT_EQ(Count(mm_row, "\"ggml_op\": "), 3u) << "row + 2 fused nodes\n" << mm_row;
+  const size_t q = mm_row.find("quantize_q8_1(float const*, void*, long, long, long, long, long, long)");
+  const size_t v = mm_row.find("mul_mat_vec_q(void const*, void const*, float*) [clone .kd]");
+  ASSERT_NE(q, std::string::npos) << mm_row;
+  ASSERT_NE(v, std::string::npos) << mm_row;
+  EXPECT_LT(q, v) << "device start order";
+  EXPECT_NE(mm_row.find("\"gpu_time_us\": 8.0"), std::string::npos) << mm_row;
+  EXPECT_NE(json.find("void rms_norm<1024>(float const*, float*, int, float)"), std::string::npos) << json;
+}
+
+TEST_F(Roofline, ResetDropsWarmupButKeepsNamesAndTheCounter) {
+  const Fake& f = Fake::Get();
+  f.load_symbol(9, "_Z6warmupv", 8);
+  Op warm("ADD", 4, 48);
+  const uint64_t w = roctx_utils_op_begin(warm.Desc());
+  f.dispatch(9, 100, 200, 1, 1);
+  const uint64_t flushes = f.flushes();
+  roctx_utils_roofline_reset();
+  EXPECT_GT(f.flushes(), flushes) << "reset flushes the SDK's buffer first";
+  Op real("ADD", 4, 48);
+  const uint64_t r = roctx_utils_op_begin(real.Desc());
+  EXPECT_GT(r, w) << "the invocation counter survives a reset";
+  f.dispatch(9, 300, 700, 1, 1);
+  roctx_utils_op_end();
+  const std::string json = WriteReport("reset.json");
+  EXPECT_EQ(Count(json, "\"invocation\": "), 1u) << json;
+  EXPECT_NE(json.find("\"invocation\": " + std::to_string(r)), std::string::npos) << json;
+  EXPECT_NE(json.find("warmup()"), std::string::npos) << "names survive a reset\n" << json;
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 0.4"), std::string::npos) << json;
+}
+
+TEST_F(Roofline, MalformedAndForeignRecordsNeverReachTheReport) {
+  const Fake& f = Fake::Get();
+  Op op("ADD", 4, 48);
+  ASSERT_GT(roctx_utils_op_begin(op.Desc()), 0u);
+  // A dispatch record cut short, and one whose end is before its start.
+  unsigned char cut[64] = {};
+  const uint64_t cut_size = sizeof(cut);
+  memcpy(cut, &cut_size, 8);
+  f.raw(cut, sizeof(cut));
+  unsigned char backwards[184] = {};
+  const uint64_t size = sizeof(backwards), start = 500, end = 400;
+  const int32_t kind = 11, op_complete = 2;
+  memcpy(backwards, &size, 8);
+  memcpy(backwards + 8, &kind, 4);
+  memcpy(backwards + 12, &op_complete, 4);
+  memcpy(backwards + 40, &start, 8);
+  memcpy(backwards + 48, &end, 8);
+  f.raw(backwards, sizeof(backwards));
+  f.dispatch(9, 1000, 2000, 1, 1);
+  roctx_utils_op_end();
+  const std::string json = WriteReport("malformed.json");
+  EXPECT_EQ(Count(json, "\"gpu_time_us\""), 1u) << json;
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 1.0"), std::string::npos) << json;
+}
+
+TEST_F(Roofline, BadDescriptorsAreRefusedNotFollowed) {
+  roctx_utils_op_desc empty{};
+  empty.struct_size = sizeof(empty);
+  EXPECT_EQ(roctx_utils_op_begin(&empty), 0u) << "no op name";
+  roctx_utils_op_desc tiny{};
+  tiny.struct_size = 4;
+  EXPECT_EQ(roctx_utils_op_begin(&tiny), 0u) << "struct_size too small to hold the name";
+  // An older caller's shorter struct: fields past its struct_size read as zero, not garbage.
+  Op op("MUL_MAT", 8, 64);
+  roctx_utils_op_desc old = *op.Desc();
+  old.struct_size = offsetof(roctx_utils_op_desc, bytes);
+  old.bytes = 0xdeadbeef;
+  EXPECT_GT(roctx_utils_op_begin(&old), 0u);
+  roctx_utils_op_end();
+  EXPECT_EQ(roctx_utils_roofline_write(""), ROCTX_UTILS_IO_ERROR) << "an empty path";
+  EXPECT_EQ(roctx_utils_op_fuse(nullptr), 0);
+}
+
+}  // namespace
