@@ -211,7 +211,7 @@ fn a_device_without_peaks_gets_the_table_without_percentages_and_a_warning() {
 fn each_error_names_the_file_and_the_cause_and_exits_2() {
     let dir = Dir::new("roofline_errors");
     let full = fs::read_to_string(fixture("decode_gfx1151.json")).unwrap();
-    dir.write("cut.json", full[..full.len() / 2].as_bytes());
+    dir.write("cut.json", &full.as_bytes()[..full.len() / 2]);
     dir.write("bad.json", full.replacen("\"gpu_time_us\": 4.0", "\"gpu_time_us\": \"4.0\"", 1).as_bytes());
     dir.write("neg.json", full.replacen("\"gpu_time_us\": 380.0", "\"gpu_time_us\": -380.0", 1).as_bytes());
     dir.write("ne.json", full.replacen("\"ne\": [\n    32000,", "\"ne\": [\n", 1).as_bytes());
