@@ -110,12 +110,18 @@ fn bound(g: &Group) -> String {
     }
 }
 
+/// `text` with control characters replaced: names come from the report, and none of them may
+/// reach the terminal as an escape sequence.
+fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
+}
+
 /// The text report: header, then one line per group.
 fn table(path: &Path, a: &Analysis, hidden: usize) -> String {
     let mut out = String::new();
     let schema = a.schema_version.map_or_else(|| "llama.cpp reference format".to_owned(), |v| format!("schema {v}"));
     let _ = writeln!(out, "report: {} ({schema})", path.display());
-    let device = if a.device.is_empty() { "(not set)" } else { &a.device };
+    let device = if a.device.is_empty() { "(not set)".to_owned() } else { printable(&a.device) };
     match &a.peaks {
         Some(p) => {
             let _ = writeln!(out, "device: {device}, peaks of {}", p.name);
@@ -151,6 +157,9 @@ fn table(path: &Path, a: &Analysis, hidden: usize) -> String {
             bound(g),
             roof.map_or_else(|| "-".to_owned(), |r| r.ceiling.label().to_owned()),
         ]);
+    }
+    for cell in rows.iter_mut().flatten() {
+        *cell = printable(cell);
     }
     let mut widths = [0usize; 13];
     for row in &rows {

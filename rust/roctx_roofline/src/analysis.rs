@@ -89,8 +89,9 @@ pub fn row_bytes(row: &Row) -> (f64, BytesRule) {
         _ => (row.m.saturating_mul(row.top_k).min(row.n_experts), BytesRule::ShapeBound),
     };
     let scaled = expert_tensor as f64 * used as f64 / row.n_experts as f64;
-    // A producer whose bytes leave out the expert tensor is not made negative.
-    ((emitted - expert_tensor as f64).max(0.0) + scaled, rule)
+    // Scaling only ever removes idle experts: a row whose `bytes` leave out (part of) the
+    // expert tensor is neither made negative nor raised above what was emitted.
+    (((emitted - expert_tensor as f64).max(0.0) + scaled).min(emitted), rule)
 }
 
 /// A row's device time: Σ of its kernels' `gpu_time_us`.
@@ -406,6 +407,9 @@ mod tests {
         prefill.m = 512; // saturates at all experts: the emitted bytes
         assert_eq!(row_bytes(&prefill), (56_754_304.0, BytesRule::ShapeBound));
         assert_eq!(row_flops(&mul_mat_id(None)), 2.0 * 4.0 * 8.0 * 768.0 * 2048.0);
+        // bytes that leave out the expert tensor stay as emitted (found by fuzz_report).
+        let short = Row { bytes: 1000, ..mul_mat_id(Some(20)) };
+        assert_eq!(row_bytes(&short).0, 1000.0);
     }
 
     #[test]

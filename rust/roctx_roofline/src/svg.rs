@@ -39,8 +39,10 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\n' => out.push_str("&#10;"),
-            // XML 1.0 forbids other control characters even as references.
-            c if (c as u32) < 0x20 && c != '\t' => out.push('\u{fffd}'),
+            '\t' => out.push(' '),
+            // XML 1.0 forbids C0 controls even as references, and U+FFFE/U+FFFF; C1 controls
+            // are allowed but would only garble a tooltip.
+            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -91,14 +93,16 @@ struct Axis {
 
 impl Axis {
     fn new(min: f64, max: f64, from: f64, to: f64) -> Axis {
-        // CAST: log10 of finite positive plot values, well inside i32.
-        let lo = min.log10().floor() as i32;
-        let hi = (max.log10().ceil() as i32).max(lo + 1);
+        // CAST: log10 of finite positive values, within ±324; clamped to ±30 decades so an
+        // absurd report cannot make thousands of ticks.
+        let lo = (min.log10().floor() as i32).clamp(-30, 29);
+        let hi = (max.log10().ceil() as i32).clamp(lo + 1, 30);
         Axis { lo, hi, from, to }
     }
 
+    /// The coordinate of `v`; finite for any finite `v` (0 and below sit at the smallest double).
     fn at(&self, v: f64) -> f64 {
-        let t = (v.log10() - f64::from(self.lo)) / f64::from(self.hi - self.lo);
+        let t = (v.max(f64::MIN_POSITIVE).log10() - f64::from(self.lo)) / f64::from(self.hi - self.lo);
         self.from + t * (self.to - self.from)
     }
 }
@@ -307,7 +311,7 @@ mod tests {
     #[test]
     fn escaping_covers_markup_quotes_and_control_characters() {
         assert_eq!(escape(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
-        assert_eq!(escape("x\ny\u{1}"), "x&#10;y\u{fffd}");
+        assert_eq!(escape("x\ny\u{1}\u{ffff}\u{85}\t"), "x&#10;y\u{fffd}\u{fffd}\u{fffd} ");
     }
 
     #[test]

@@ -87,3 +87,15 @@ fn a_fixture_written_back_reads_back_equal() {
         assert_eq!(again, report, "{name}");
     }
 }
+
+/// docs/roofline_example.svg is the current rendering of the decode fixture; regenerate it as
+/// docs/roofline.md says when the plot changes.
+#[test]
+fn the_documented_plot_is_the_current_rendering_of_the_fixture() {
+    let report = fixture("decode_gfx1151.json");
+    let analysis = analyse(&report, Some(&Peaks::of(Device::lookup(&report.device).unwrap())));
+    let rendered = roctx_roofline::svg::render(&analysis);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/roofline_example.svg");
+    let documented = std::fs::read_to_string(path).unwrap();
+    assert!(documented == rendered, "{path} is stale: regenerate it with the command in docs/roofline.md");
+}
