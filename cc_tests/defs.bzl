@@ -16,7 +16,7 @@ def roctx_test(name, srcs, env = {}, data = [], deps = [], **kwargs):
         srcs = srcs + ["fake_roctx_client.h"],
         env = env,
         data = data + [":libfake_roctx.so"],
-        linkopts = ["-ldl"],
+        linkopts = ["-ldl"] + kwargs.pop("linkopts", []),
         target_compatible_with = ROCM_ONLY,
         deps = deps + [
             "//cc_tests:tsan_suppressions",  # Rust's mutexes are invisible to TSan (tsan.supp)

@@ -5,6 +5,7 @@
 //!   through cxx (`extern "Rust"`), plus the targets of the C++ forwarders;
 //! - [`c_api`]: the `extern "C"` surface of `roctx_utils.h` (annotation handles, sessions,
 //!   snapshots, export, diagnostics);
+//! - [`ggml`]: llama.cpp's five `ggml_cuda_roofline_*` entry points (the `GGML_HIP_ROOFLINE` drop-in);
 //! - [`roofline`]: the `extern "C"` surface of `roofline.h` (op scopes, the report);
 //! - [`guard`] (from `roctx_sys`, where the listener's SDK callbacks and the runtime's exit hook
 //!   reach it too): every entry runs inside it, so a panic becomes a counted neutral result and
@@ -14,6 +15,7 @@
 
 pub mod bridge;
 pub mod c_api;
+pub mod ggml;
 pub mod roofline;
 
 pub use roctx_sys::{guard, panics_caught};

@@ -1,0 +1,258 @@
+// The llama.cpp drop-in (ggml_cuda_roofline_*), as llama.cpp calls it, through the fake
+// rocprofiler-sdk: init, set_device, warm-up then reset, begin_op per node, fuse_ops, and the
+// report written at exit to GGML_ROOFLINE_OUT. Each scenario runs in a forked child whose
+// environment is set before the library's first call (the configuration is read once).
+//
+// This binary plays ggml: it exports ggml_op_desc, ggml_type_name, ggml_nbytes,
+// ggml_graph_node and ggml_graph_n_nodes (linked with -rdynamic, as libggml-base exports
+// them). Its op and type enum values are deliberately not ggml's: names must come from these
+// functions, never from enum values compiled into the library.
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cc_tests/capture_test_util.h"
+#include "cc_tests/fake_sdk_hooks.h"
+#include "gtest/gtest.h"
+
+// ggml.h's struct ggml_tensor (LP64), as upstream declares it.
+struct ggml_tensor {
+  int type;
+  void* buffer;
+  int64_t ne[4];
+  size_t nb[4];
+  int op;
+  int32_t op_params[16];
+  int32_t flags;
+  ggml_tensor* src[10];
+  ggml_tensor* view_src;
+  size_t view_offs;
+  void* data;
+  char name[64];
+  void* extra;
+  char padding[8];
+};
+static_assert(sizeof(ggml_tensor) == 336, "ggml_tensor");
+
+struct ggml_cgraph {
+  int n_nodes;
+  ggml_tensor** nodes;
+};
+
+// Our own numbering, unlike ggml's (MUL_MAT is 29 there, f32 is 0, q4_K is 12).
+enum { kOpMulMat = 1001, kOpAdd = 1002, kOpRmsNorm = 1003, kOpMulMatId = 1004 };
+enum { kF32 = 500, kQ4K = 501, kI32 = 502 };
+
+extern "C" {
+__attribute__((visibility("default"))) const char* ggml_op_desc(const ggml_tensor* t) {
+  switch (t->op) {
+    case kOpMulMat: return "MUL_MAT";
+    case kOpAdd: return "ADD";
+    case kOpRmsNorm: return "RMS_NORM";
+    case kOpMulMatId: return "MUL_MAT_ID";
+  }
+  return "?";
+}
+__attribute__((visibility("default"))) const char* ggml_type_name(int type) {
+  return type == kF32 ? "f32" : type == kQ4K ? "q4_K" : type == kI32 ? "i32" : "?";
+}
+// roofline.md 8: ne[0]*nb[0]/blck + sum_{i>=1} (ne[i]-1)*nb[i] for block types.
+__attribute__((visibility("default"))) size_t ggml_nbytes(const ggml_tensor* t) {
+  const size_t blck = t->type == kQ4K ? 256 : 1;
+  size_t n = t->ne[0] * t->nb[0] / blck;
+  for (int i = 1; i < 4; ++i) n += (t->ne[i] - 1) * t->nb[i];
+  return n;
+}
+__attribute__((visibility("default"))) ggml_tensor* ggml_graph_node(ggml_cgraph* g, int i) {
+  return g->nodes[i < 0 ? g->n_nodes + i : i];
+}
+__attribute__((visibility("default"))) int ggml_graph_n_nodes(ggml_cgraph* g) { return g->n_nodes; }
+
+void ggml_cuda_roofline_init(void);
+void ggml_cuda_roofline_set_device(const char* arch);
+void ggml_cuda_roofline_reset(void);
+void ggml_cuda_roofline_begin_op(const ggml_tensor* node, void* stream);
+void ggml_cuda_roofline_fuse_ops(const ggml_cgraph* graph, int node_idx, int node_count);
+}
+
+namespace {
+
+ggml_tensor Tensor(int type, std::vector<int64_t> ne, const char* name = "") {
+  ggml_tensor t{};
+  t.type = type;
+  for (int i = 0; i < 4; ++i) t.ne[i] = i < static_cast<int>(ne.size()) ? ne[i] : 1;
+  const size_t blck = type == kQ4K ? 256 : 1, block_bytes = type == kQ4K ? 144 : 4;
+  t.nb[0] = block_bytes;
+  t.nb[1] = t.nb[0] * (t.ne[0] / blck);
+  for (int i = 2; i < 4; ++i) t.nb[i] = t.nb[i - 1] * t.ne[i - 1];
+  snprintf(t.name, sizeof(t.name), "%s", name);
+  return t;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string err, report;
+};
+
+// Runs `body` in a child with `env` set first; the report is what the child left at `report`.
+template <typename Body>
+Outcome InChild(const std::string& name, std::vector<std::pair<std::string, std::string>> env, Body body) {
+  const std::string dir = capture_test::TmpDir("ggml_roofline");
+  const std::string report = dir + "/" + name + ".json", err = dir + "/" + name + ".err";
+  unlink(report.c_str());
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(60);
+    if (!freopen(err.c_str(), "w", stderr)) _exit(90);
+    for (auto& [k, v] : env) setenv(k.c_str(), v == "$REPORT" ? report.c_str() : v.c_str(), 1);
+    const int code = body();
+    fflush(nullptr);
+    exit(code);  // not _exit: the report is written by the library's exit hook
+  }
+  Outcome o;
+  int status = 0;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
+  o.err = capture_test::ReadFile(err);
+  o.report = capture_test::ReadFile(report);
+  return o;
+}
+
+FakeSdkDispatchKernelFn Dispatch() {
+  void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  return sdk ? reinterpret_cast<FakeSdkDispatchKernelFn>(dlsym(sdk, "fake_sdk_dispatch_kernel")) : nullptr;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The llama.cpp sequence: a decode step with the PR #33 fused MUL_MAT+ADD, an RMS_NORM and a
+// MoE MUL_MAT_ID, after a warm-up that reset discards.
+int DecodeStep() {
+  ggml_cuda_roofline_init();
+  const char* graphs = std::getenv("GGML_CUDA_DISABLE_GRAPHS");
+  if (graphs == nullptr || std::string(graphs) != "1") return 10;
+  ggml_cuda_roofline_set_device("gfx1151");
+  auto dispatch = Dispatch();
+  void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  auto load = sdk ? reinterpret_cast<FakeSdkLoadKernelSymbolFn>(dlsym(sdk, "fake_sdk_load_kernel_symbol")) : nullptr;
+  if (dispatch == nullptr || load == nullptr) return 11;
+  load(1, "_Z13quantize_q8_1PKfPvllllll", 1);
+  load(2, "_Z13mul_mat_vec_qPKvS0_Pf.kd", 1);
+
+  ggml_tensor w = Tensor(kQ4K, {4864, 896}, "blk.0.ffn_down.weight");
+  ggml_tensor x = Tensor(kF32, {4864, 1});
+  ggml_tensor residual = Tensor(kF32, {896, 1});
+  ggml_tensor mm = Tensor(kF32, {896, 1}, "ffn_out-0");
+  mm.op = kOpMulMat;
+  mm.src[0] = &w;
+  mm.src[1] = &x;
+  ggml_tensor add = Tensor(kF32, {896, 1}, "l_out-0");
+  add.op = kOpAdd;
+  add.src[0] = &mm;
+  add.src[1] = &residual;
+  ggml_tensor norm = Tensor(kF32, {896, 1}, "norm-1");
+  norm.op = kOpRmsNorm;
+  norm.src[0] = &add;
+  ggml_tensor* nodes[] = {&mm, &add, &norm};
+  ggml_cgraph graph{3, nodes};
+
+  // Warm-up, then llama-bench's reset.
+  ggml_cuda_roofline_begin_op(&norm, nullptr);
+  dispatch(2, 1, 5000, 1, 1);
+  ggml_cuda_roofline_reset();
+
+  ggml_cuda_roofline_begin_op(&mm, nullptr);
+  dispatch(1, 1000, 2000, 1, 1);
+  dispatch(2, 2100, 10100, 1, 1);
+  ggml_cuda_roofline_fuse_ops(&graph, 0, 2);
+  ggml_cuda_roofline_fuse_ops(&graph, 0, 1);  // ignored: one node is no group
+  ggml_cuda_roofline_begin_op(&norm, nullptr);
+  dispatch(2, 11000, 11500, 1, 1);
+
+  // MoE: experts [K=2048, N=768, E=8], input broadcast [2048, 1, 5 tokens], ids [top_k=2, 5].
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 5});
+  ggml_tensor ids = Tensor(kI32, {2, 5});
+  ggml_tensor moe = Tensor(kF32, {768, 2, 5});
+  moe.op = kOpMulMatId;
+  moe.src[0] = &experts;
+  moe.src[1] = &in;
+  moe.src[2] = &ids;
+  ggml_cuda_roofline_begin_op(&moe, nullptr);
+  dispatch(2, 12000, 14000, 1, 1);
+  return 0;
+}
+
+const std::vector<std::pair<std::string, std::string>> kActive = {{"GGML_ROOFLINE_OUT", "$REPORT"}};
+
+TEST(GgmlRoofline, LlamaCppSequenceWritesTheReportAtExit) {
+  const Outcome o = InChild("decode", kActive, DecodeStep);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string& r = o.report;
+  ASSERT_FALSE(r.empty()) << "no report at exit\n" << o.err;
+  EXPECT_NE(o.err.find("roofline: wrote"), std::string::npos) << o.err;
+  EXPECT_NE(r.find("\"schema_version\": 1"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"device\": \"gfx1151\""), std::string::npos) << r;
+  EXPECT_EQ(Count(r, "\"invocation\": "), 3u) << "warm-up discarded\n" << r;
+  EXPECT_NE(r.find("\"total_gpu_time_us\": 11.5"), std::string::npos) << r;
+  // Fused row (roofline.md 5.3): external traffic 2 478 080, final output 3584, head sources.
+  EXPECT_NE(r.find("\"bytes\": 2478080"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"ggml_op\": \"MUL_MAT\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"name\": \"ffn_out-0\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"quant\": \"q4_K\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"K\": 4864"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"N\": 896"), std::string::npos) << r;
+  EXPECT_NE(r.find("mul_mat_vec_q(void const*, void const*, float*) [clone .kd]"), std::string::npos) << r;
+  EXPECT_EQ(Count(r, "\"fused_ops\""), 1u) << r;
+  // MoE: M is the token count src[1].ne[2], top_k from the ids, n_experts from src[0].ne[2].
+  EXPECT_NE(r.find("\"ggml_op\": \"MUL_MAT_ID\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"M\": 5"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"n_experts\": 8"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"top_k\": 2"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"RMS_NORM\""), std::string::npos) << r;
+}
+
+TEST(GgmlRoofline, AUsersGraphsSettingIsKept) {
+  const Outcome o = InChild("graphs", {{"GGML_ROOFLINE_OUT", "$REPORT"}, {"GGML_CUDA_DISABLE_GRAPHS", "0"}}, [] {
+    ggml_cuda_roofline_init();
+    ggml_cuda_roofline_init();  // call-once
+    return std::string(std::getenv("GGML_CUDA_DISABLE_GRAPHS")) == "0" ? 0 : 20;
+  });
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+}
+
+TEST(GgmlRoofline, EveryEntryPointIsANoOpWhenNotActivated) {
+  const Outcome o = InChild("inactive", {{"GGML_ROOFLINE_OUT", ""}}, [] {
+    ggml_cuda_roofline_init();
+    if (std::getenv("GGML_CUDA_DISABLE_GRAPHS") != nullptr) return 30;
+    // Never dereferenced while inactive.
+    const auto* bogus = reinterpret_cast<const ggml_tensor*>(uintptr_t{8});
+    ggml_cuda_roofline_set_device(reinterpret_cast<const char*>(uintptr_t{8}));
+    ggml_cuda_roofline_begin_op(bogus, nullptr);
+    ggml_cuda_roofline_fuse_ops(reinterpret_cast<const ggml_cgraph*>(uintptr_t{8}), 0, 2);
+    ggml_cuda_roofline_reset();
+    void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+    return sdk == nullptr ? 0 : 31;  // rocprofiler-sdk was never even loaded
+  });
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(o.report.empty());
+}
+
+TEST(GgmlRoofline, AnUnwritablePathSaysSoWithThePathAndTheReason) {
+  const Outcome o = InChild("unwritable", {{"GGML_ROOFLINE_OUT", "/nonexistent-dir/r.json"}}, DecodeStep);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("/nonexistent-dir/r.json"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("could not write"), std::string::npos) << o.err;
+}
+
+}  // namespace

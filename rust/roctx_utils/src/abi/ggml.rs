@@ -1,0 +1,221 @@
+//! The llama.cpp drop-in: the five `ggml_cuda_roofline_*` entry points of the `GGML_HIP_ROOFLINE`
+//! profiler (roofline.md 1, 3), with its exact contracts, over the same kernel stage as the op
+//! scopes of `roofline.h`. `integrations/llama.cpp/` wires them into upstream llama.cpp.
+//!
+//! - `init`: call-once; inactive unless `GGML_ROOFLINE_OUT` (or `ROCTX_UTILS_ROOFLINE_OUT`) is
+//!   set and non-empty; sets `GGML_CUDA_DISABLE_GRAPHS=1` unless the user set it (per-op
+//!   attribution needs eager launches); configures rocprofiler-sdk (start-up), which registers
+//!   the report writer at exit.
+//! - `set_device(arch)`: the report's `device`.
+//! - `reset()`: flush, then discard; names and the invocation counter are kept.
+//! - `begin_op(node, stream)`: a fresh invocation for `node` on this thread, replacing the
+//!   previous one (pop, then push): every kernel the thread launches until the next `begin_op`
+//!   is the node's. `stream` would serve the MoE read-back, which this build does not do
+//!   (`experts_used` stays 0 and consumers use the shape bound, roofline.md 5.4).
+//! - `fuse_ops(graph, node_idx, node_count)`: re-points the current invocation at the fused
+//!   group of nodes `[node_idx, node_idx + node_count)`, with the group's external traffic
+//!   (roofline.md 5.3); ignored for fewer than two nodes or without a current invocation.
+//!
+//! Tensors are read through `roctx_sys::ggml`'s mirror of `ggml_tensor`, names and byte counts
+//! through the host's own ggml functions. Every entry point is a no-op while inactive.
+#![allow(clippy::missing_safety_doc)]
+
+use std::collections::HashSet;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Once, OnceLock};
+
+use roctx_config::log;
+use roctx_kernels::OpDescriptor;
+use roctx_sys::ggml::{Api, Tensor, MAX_SRC};
+
+use super::guard;
+use crate::listener::kernels;
+use crate::runtime;
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static GGML: OnceLock<Api> = OnceLock::new();
+
+/// `ggml_cuda_roofline_init`.
+#[no_mangle]
+pub extern "C" fn ggml_cuda_roofline_init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| guard((), init));
+}
+
+fn init() {
+    let config = roctx_config::get();
+    let Some(path) = &config.roofline_out else { return };
+    if std::env::var_os("GGML_CUDA_DISABLE_GRAPHS").is_none() {
+        // Before any stream exists (the contract of this call); the backend reads it lazily.
+        std::env::set_var("GGML_CUDA_DISABLE_GRAPHS", "1");
+    }
+    let api = match Api::find() {
+        Ok(api) => api,
+        Err(why) => {
+            log::warn(format_args!("roofline ({}): inactive: {why}", path.display()));
+            return;
+        }
+    };
+    let _ = GGML.set(api);
+    runtime::get();
+    if !kernels::active() {
+        return; // start-up already said why, and the report at exit will say it has no rows
+    }
+    ACTIVE.store(true, Ordering::Release);
+}
+
+fn active() -> Option<&'static Api> {
+    if ACTIVE.load(Ordering::Acquire) { GGML.get() } else { None }
+}
+
+/// `ggml_cuda_roofline_set_device`.
+#[no_mangle]
+pub unsafe extern "C" fn ggml_cuda_roofline_set_device(arch: *const c_char) {
+    guard((), || {
+        if active().is_some() {
+            // SAFETY: null or a C string valid for the call.
+            roctx_kernels::set_device(&unsafe { Api::text(arch) });
+        }
+    })
+}
+
+/// `ggml_cuda_roofline_reset`.
+#[no_mangle]
+pub extern "C" fn ggml_cuda_roofline_reset() {
+    guard((), || {
+        if active().is_some() {
+            runtime::roofline::reset();
+        }
+    })
+}
+
+/// `ggml_cuda_roofline_begin_op`.
+#[no_mangle]
+pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, _stream: *mut c_void) {
+    guard((), || {
+        let Some(api) = active() else { return };
+        // SAFETY: a node of the graph being computed, valid for the call (contract).
+        let Some(desc) = (unsafe { describe(api, node) }) else { return };
+        let id = roctx_kernels::begin_invocation(desc);
+        let (_, range) = kernels::current_scope();
+        kernels::set_scope(id, range);
+    })
+}
+
+/// `ggml_cuda_roofline_fuse_ops`.
+#[no_mangle]
+pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_idx: c_int, node_count: c_int) {
+    guard((), || {
+        let Some(api) = active() else { return };
+        let (invocation, _) = kernels::current_scope();
+        if invocation == 0 || node_count < 2 || node_idx < 0 || graph.is_null() {
+            return;
+        }
+        let (Some(node_at), Some(n_nodes)) = (api.graph_node, api.graph_n_nodes) else { return };
+        // SAFETY: the graph being computed (contract).
+        let n = unsafe { n_nodes(graph) };
+        let end = node_idx.saturating_add(node_count);
+        if end > n {
+            return;
+        }
+        // SAFETY: indices within the graph's nodes.
+        let nodes: Vec<*const Tensor> = (node_idx..end).map(|i| unsafe { node_at(graph, i) }.cast_const()).collect();
+        // SAFETY: the graph's nodes are valid for the call.
+        if let Some(group) = unsafe { describe_group(api, &nodes) } {
+            roctx_kernels::fuse_invocation(invocation, group);
+        }
+    })
+}
+
+/// The sources of `t`, up to the last non-null one (null slots kept as null).
+///
+/// # Safety
+/// `t` must be a valid tensor.
+unsafe fn sources(t: &Tensor) -> &[*const Tensor] {
+    let n = t.src.iter().rposition(|s| !s.is_null()).map_or(0, |i| i + 1);
+    &t.src[..n.min(MAX_SRC)]
+}
+
+/// One node as an op descriptor (roofline.md 5.2), or `None` for a null node.
+///
+/// # Safety
+/// `node` must be null or a valid tensor whose sources are valid tensors.
+unsafe fn describe(api: &Api, node: *const Tensor) -> Option<OpDescriptor> {
+    // SAFETY: per contract.
+    let t = unsafe { node.as_ref() }?;
+    // SAFETY: ggml's functions on a valid tensor return static or tensor-owned strings.
+    let (op, dtype) = unsafe { (Api::text((api.op_desc)(node)), Api::text((api.type_name)(t.type_))) };
+    // SAFETY: per contract.
+    let srcs = unsafe { sources(t) };
+    let mut d = OpDescriptor { op, dtype, ne: t.ne, op_params: t.op_params.to_vec(), ..OpDescriptor::default() };
+    // SAFETY: per contract.
+    d.dst_bytes = unsafe { (api.nbytes)(node) } as u64;
+    d.bytes = d.dst_bytes;
+    d.name = String::from_utf8_lossy(&t.name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned();
+    for &s in srcs {
+        // SAFETY: non-null sources are valid tensors (contract).
+        match unsafe { s.as_ref() } {
+            Some(st) => {
+                // SAFETY: as above.
+                let bytes = unsafe { (api.nbytes)(s) } as u64;
+                d.src_ne.push(st.ne);
+                // SAFETY: as above.
+                d.src_types.push(unsafe { Api::text((api.type_name)(st.type_)) });
+                d.src_bytes.push(bytes);
+                d.bytes = d.bytes.saturating_add(bytes);
+            }
+            None => {
+                d.src_ne.push([0; 4]);
+                d.src_types.push(String::new());
+                d.src_bytes.push(0);
+            }
+        }
+    }
+    d.quant = d.src_types.first().cloned().unwrap_or_default();
+    let ne = |i: usize, j: usize| u64::try_from(d.src_ne.get(i).map_or(0, |s| s[j])).unwrap_or(0);
+    match d.op.as_str() {
+        "MUL_MAT" => (d.k, d.n, d.m) = (ne(0, 0), ne(0, 1), ne(1, 1)),
+        "MUL_MAT_ID" => {
+            (d.k, d.n, d.m) = (ne(0, 0), ne(0, 1), ne(1, 2));
+            d.n_experts = ne(0, 2);
+            d.top_k = if srcs.len() > 2 && !srcs[2].is_null() { ne(2, 0) } else { ne(1, 1) };
+        }
+        _ => {}
+    }
+    Some(d)
+}
+
+/// A fused group (roofline.md 5.3): the head's row, each node's geometry, and the group's
+/// external traffic: reads of tensors produced outside the group (each tensor once) plus the
+/// final output; intermediates are counted neither as writes nor as reads.
+///
+/// # Safety
+/// Every node must be a valid tensor (see [`describe`]).
+unsafe fn describe_group(api: &Api, nodes: &[*const Tensor]) -> Option<OpDescriptor> {
+    let mut fused = Vec::with_capacity(nodes.len());
+    for &n in nodes {
+        // SAFETY: per contract.
+        fused.push(unsafe { describe(api, n) }?);
+    }
+    let produced: HashSet<*const Tensor> = nodes.iter().copied().collect();
+    let mut read: HashSet<*const Tensor> = HashSet::new();
+    let mut external: u64 = 0;
+    for &n in nodes {
+        // SAFETY: per contract.
+        for &s in unsafe { sources(&*n) } {
+            if !s.is_null() && !produced.contains(&s) && read.insert(s) {
+                // SAFETY: a valid source tensor.
+                external = external.saturating_add(unsafe { (api.nbytes)(s) } as u64);
+            }
+        }
+    }
+    let last = *nodes.last()?;
+    // SAFETY: per contract.
+    let out = unsafe { (api.nbytes)(last) } as u64;
+    let mut group = fused[0].clone();
+    group.bytes = external.saturating_add(out);
+    group.dst_bytes = out;
+    group.fused_ops = fused;
+    Some(group)
+}
