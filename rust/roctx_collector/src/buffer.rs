@@ -33,6 +33,8 @@ struct RawEvent {
     end_tid: u64,
     label_off: u32,
     label_len: u32,
+    /// The range's per-thread push number ([`crate::Event::seq`]); 0 for marks and spans.
+    seq: u32,
     kind: EventKind,
     depth: u16,
 }
@@ -44,6 +46,7 @@ const EMPTY_EVENT: RawEvent = RawEvent {
     end_tid: 0,
     label_off: 0,
     label_len: 0,
+    seq: 0,
     kind: EventKind::Range,
     depth: 0,
 };
@@ -59,6 +62,8 @@ enum Fate {
 #[derive(Debug, Clone, Copy)]
 struct Frame {
     start_ns: u64,
+    /// This thread's push number of the range (from 1, wrapping past 0).
+    seq: u32,
     fate: Fate,
 }
 
@@ -81,6 +86,8 @@ struct Inner {
     overflow: u32,
     /// Ranges open when a new session began: their pops are "begun outside", not "unmatched".
     orphans: u64,
+    /// Pushes this thread made, for the process's lifetime (the last range's [`Frame::seq`]).
+    pushes: u32,
     stats: Stats,
 }
 
@@ -103,6 +110,7 @@ impl ThreadBuffer {
                 stack: Vec::with_capacity(MAX_DEPTH),
                 overflow: 0,
                 orphans: 0,
+                pushes: 0,
                 stats: Stats::default(),
             }),
         }
@@ -112,7 +120,8 @@ impl ThreadBuffer {
         self.exited.load(Ordering::Acquire)
     }
 
-    pub(crate) fn push(&self, label: &[u8], ts: u64, ctx: &Ctx, paused: bool) {
+    /// Returns the range's push number (0 past [`MAX_DEPTH`]).
+    pub(crate) fn push(&self, label: &[u8], ts: u64, ctx: &Ctx, paused: bool) -> u32 {
         let mut inner = self.inner.lock();
         inner.sync(ctx);
         if inner.stack.len() >= MAX_DEPTH {
@@ -120,8 +129,10 @@ impl ThreadBuffer {
             if ctx.recording {
                 inner.stats.dropped_too_deep += 1;
             }
-            return;
+            return 0;
         }
+        inner.pushes = inner.pushes.wrapping_add(1).max(1);
+        let seq = inner.pushes;
         let fate = if !ctx.recording {
             Fate::Skip(Outcome::OutsideSession)
         } else if paused {
@@ -134,16 +145,18 @@ impl ThreadBuffer {
                 None => Fate::LabelCapped,
             }
         };
-        inner.stack.push(Frame { start_ns: ts, fate });
+        inner.stack.push(Frame { start_ns: ts, seq, fate });
+        seq
     }
 
     /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
-    pub(crate) fn pop(&self, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) {
+    /// Returns the push number of the range now innermost (0: none).
+    pub(crate) fn pop(&self, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) -> u32 {
         let mut inner = self.inner.lock();
         inner.sync(ctx);
         if inner.overflow > 0 {
             inner.overflow -= 1;
-            return;
+            return inner.innermost();
         }
         let Some(frame) = inner.stack.pop() else {
             if inner.orphans > 0 {
@@ -154,7 +167,7 @@ impl ThreadBuffer {
             } else if ctx.recording {
                 inner.stats.unmatched_pops += 1;
             }
-            return;
+            return 0;
         };
         match frame.fate {
             // Pushed in this session, popped after it stopped: already counted as open at stop.
@@ -162,7 +175,7 @@ impl ThreadBuffer {
             Fate::Record { label_off, label_len } => {
                 let depth = inner.stack.len() as u16; // CAST: bounded by MAX_DEPTH
                 inner.record(
-                    RawEvent { start_ns: frame.start_ns, end_ns: ts, tid, end_tid: tid, label_off, label_len, kind: EventKind::Range, depth },
+                    RawEvent { start_ns: frame.start_ns, end_ns: ts, tid, end_tid: tid, label_off, label_len, seq: frame.seq, kind: EventKind::Range, depth },
                     ctx,
                 );
             }
@@ -173,6 +186,7 @@ impl ThreadBuffer {
                 }
             }
         }
+        inner.innermost()
     }
 
     pub(crate) fn mark(&self, label: &[u8], ts: u64, tid: u64, ctx: &Ctx, paused: bool) {
@@ -197,7 +211,7 @@ impl ThreadBuffer {
         } else if inner.len >= ctx.cap_events {
             inner.stats.dropped_event_cap += 1;
         } else if let Some((label_off, label_len)) = inner.store_label(label, ctx.cap_label_bytes) {
-            inner.record(RawEvent { start_ns, end_ns, tid, end_tid, label_off, label_len, kind, depth: 0 }, ctx);
+            inner.record(RawEvent { start_ns, end_ns, tid, end_tid, label_off, label_len, seq: 0, kind, depth: 0 }, ctx);
         } else {
             inner.stats.dropped_label_cap += 1;
         }
@@ -269,6 +283,7 @@ impl ThreadBuffer {
                 end_ns: raw.end_ns,
                 label: symbol,
                 depth: raw.depth,
+                seq: raw.seq,
             });
         }
         stats.add(&inner.stats);
@@ -315,6 +330,11 @@ impl Inner {
     }
 
     #[inline]
+    /// The push number of the innermost open range (0: none).
+    fn innermost(&self) -> u32 {
+        self.stack.last().map_or(0, |f| f.seq)
+    }
+
     fn record(&mut self, event: RawEvent, ctx: &Ctx) {
         if self.len >= ctx.cap_events {
             self.stats.dropped_event_cap += 1;

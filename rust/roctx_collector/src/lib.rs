@@ -321,19 +321,27 @@ fn paused(tid: u64) -> bool {
 }
 
 /// `roctxRangePushA(label)` on the calling thread, at `ts` (ns). `tid` is the thread the record
-/// names (the caller's own for the emitter, the SDK's `thread_id` for callbacks).
+/// names (the caller's own for the emitter, the SDK's `thread_id` for callbacks). Returns the
+/// range's push number on this thread ([`Event::seq`]; 0 past the depth limit).
 #[inline]
-pub fn push(label: &[u8], ts: u64, tid: u64) {
+pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
     let suppressed = paused(tid);
-    if with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed)).is_none() && !suppressed {
-        count_after_thread_exit();
+    match with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed)) {
+        Some(seq) => seq,
+        None => {
+            if !suppressed {
+                count_after_thread_exit();
+            }
+            0
+        }
     }
 }
 
-/// `roctxRangePop()` on the calling thread, at `ts`.
+/// `roctxRangePop()` on the calling thread, at `ts`. Returns the push number of the range
+/// now innermost on the thread (0: none).
 #[inline]
-pub fn pop(ts: u64, tid: u64) {
-    with_buffer(|b, ctx| b.pop(ts, tid, ctx, false));
+pub fn pop(ts: u64, tid: u64) -> u32 {
+    with_buffer(|b, ctx| b.pop(ts, tid, ctx, false)).unwrap_or(0)
 }
 
 /// `roctxRangePop()` that roctx itself says closed an open range (it returned a level >= 0),
@@ -341,8 +349,8 @@ pub fn pop(ts: u64, tid: u64) {
 /// stopped, so a push made between two sessions reaches us only as its pop. Such a pop is a
 /// range begun outside the session, not an unmatched one.
 #[inline]
-pub fn pop_of_open_range(ts: u64, tid: u64) {
-    with_buffer(|b, ctx| b.pop(ts, tid, ctx, true));
+pub fn pop_of_open_range(ts: u64, tid: u64) -> u32 {
+    with_buffer(|b, ctx| b.pop(ts, tid, ctx, true)).unwrap_or(0)
 }
 
 /// `roctxMarkA(label)` at `ts`.

@@ -34,6 +34,9 @@ pub struct Event {
     /// Nesting depth on its thread when it was pushed (0 = outermost); 0 for marks and process
     /// ranges.
     pub depth: u16,
+    /// A push/pop range's push number on its thread (from 1; 0 for marks and process ranges):
+    /// kernels launched inside it carry it, which is how they find their range.
+    pub seq: u32,
 }
 
 /// Declares [`Stats`] from one list: each counter's doc, name and, for the counters that mean

@@ -63,6 +63,18 @@ pub enum When {
     FirstCall,
     /// Once, right before roctx is bound ([`register_env`]).
     RoctxBinding,
+    /// By llama.cpp's `ggml_cuda_roofline_init` ([`disable_cuda_graphs`]).
+    RooflineInit,
+}
+
+/// `GGML_CUDA_DISABLE_GRAPHS=1`, unless the user set it (any value, even empty, is theirs).
+/// Returns whether it set it. Call before ggml's backend reads it (its first stream).
+pub fn disable_cuda_graphs() -> bool {
+    if std::env::var_os(GGML_CUDA_DISABLE_GRAPHS).is_some() {
+        return false;
+    }
+    std::env::set_var(GGML_CUDA_DISABLE_GRAPHS, "1");
+    true
 }
 
 /// One environment variable the library reads.
@@ -102,6 +114,8 @@ pub const KERNELS: &str = "ROCTX_UTILS_KERNELS";
 pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
 /// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
 pub const GGML_ROOFLINE_OUT: &str = "GGML_ROOFLINE_OUT";
+/// ggml's CUDA/HIP backend: any value turns CUDA/HIP graphs off.
+pub const GGML_CUDA_DISABLE_GRAPHS: &str = "GGML_CUDA_DISABLE_GRAPHS";
 /// rocprofiler-register: a tool library list (makes register look for the SDK).
 pub const ROCP_TOOL_LIBRARIES: &str = "ROCP_TOOL_LIBRARIES";
 /// rocprofiler-register: where it loads the SDK from.
@@ -115,7 +129,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 15] = [
+pub const VARS: [Var; 16] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -192,6 +206,13 @@ pub const VARS: [Var; 15] = [
         when: When::FirstCall,
         default: "none",
         meaning: "llama.cpp's name for the same report path (`ROCTX_UTILS_ROOFLINE_OUT` wins when both are set)",
+    },
+    Var {
+        name: GGML_CUDA_DISABLE_GRAPHS,
+        owner: Owner::Ggml,
+        when: When::RooflineInit,
+        default: "unset",
+        meaning: "set to `1` by `ggml_cuda_roofline_init` when a report path is set and the user has not set it: per-op attribution needs eager launches",
     },
     Var {
         name: ROCP_TOOL_LIBRARIES,

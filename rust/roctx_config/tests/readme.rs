@@ -17,6 +17,7 @@ fn when(w: When) -> &'static str {
     match w {
         When::FirstCall => "first call",
         When::RoctxBinding => "roctx binding",
+        When::RooflineInit => "roofline init",
     }
 }
 

@@ -18,7 +18,7 @@ fn trace(n: usize) -> Trace {
             15 => (EventKind::Mark, start),
             _ => (EventKind::Range, start + 900 - (i % 3) as u64 * 100),
         };
-        t.events.push(Event { kind, tid, end_tid: tid, start_ns: start, end_ns: end, label: (i % 64) as u32, depth: 0 });
+        t.events.push(Event { kind, tid, end_tid: tid, start_ns: start, end_ns: end, label: (i % 64) as u32, depth: 0, seq: 0 });
     }
     t
 }

@@ -97,7 +97,7 @@ fn roctx_capture() -> Trace {
     let us = |t: u64| BOOT_START_NS + t * 1_000;
     let add = |trace: &mut Trace, kind: EventKind, tid: u64, label: &str, start_us: u64, end_us: u64| {
         let label = trace.label(label);
-        trace.events.push(Event { kind, tid, end_tid: tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0 });
+        trace.events.push(Event { kind, tid, end_tid: tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0, seq: 0 });
     };
     use EventKind::{Mark, Range};
     // Thread 4242 (named): module > thunk > kernel, a second thunk, a mark.

@@ -158,8 +158,8 @@ mod tests {
         let mut t = Trace::new("h", 1_000, 9_000);
         let outer = t.label("outer");
         let mark = t.label("tick");
-        t.events.push(Event { kind: EventKind::Range, tid: 5, end_tid: 5, start_ns: 2_000, end_ns: 6_000, label: outer, depth: 0 });
-        t.events.push(Event { kind: EventKind::Mark, tid: 5, end_tid: 5, start_ns: 3_000, end_ns: 3_000, label: mark, depth: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 5, end_tid: 5, start_ns: 2_000, end_ns: 6_000, label: outer, depth: 0, seq: 0 });
+        t.events.push(Event { kind: EventKind::Mark, tid: 5, end_tid: 5, start_ns: 3_000, end_ns: 3_000, label: mark, depth: 0, seq: 0 });
         t.thread_names.insert(5, "worker".into());
         t.warnings.push("w".into());
         let doc = from_xspace(&xplane::standalone_xspace(&t));
@@ -181,7 +181,7 @@ mod tests {
         let mut t = Trace::new("h", 1_000, 9_000);
         let a = t.label("a");
         for i in 0..10 {
-            t.events.push(Event { kind: EventKind::Range, tid: 5 + i % 2, end_tid: 5 + i % 2, start_ns: 2_000 + i * 10, end_ns: 2_005 + i * 10, label: a, depth: 0 });
+            t.events.push(Event { kind: EventKind::Range, tid: 5 + i % 2, end_tid: 5 + i % 2, start_ns: 2_000 + i * 10, end_ns: 2_005 + i * 10, label: a, depth: 0, seq: 0 });
         }
         let space = xplane::standalone_xspace(&t);
         let mut bytes = Vec::new();
@@ -215,7 +215,7 @@ mod tests {
         }
         let mut t = Trace::new("h", 0, 100);
         let a = t.label("a");
-        t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 1, end_ns: 2, label: a, depth: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 1, end_ns: 2, label: a, depth: 0, seq: 0 });
         let err = write_xspace(&xplane::standalone_xspace(&t), Full(100)).unwrap_err();
         assert_eq!(err.to_string(), "disk full");
     }

@@ -249,11 +249,11 @@ mod tests {
         let outer = t.label("outer");
         let inner = t.label("inner");
         let mark = t.label("mark");
-        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_005_000, end_ns: 1_085_000, label: outer, depth: 0 });
-        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_015_000, end_ns: 1_045_000, label: inner, depth: 0 });
-        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_050_000, end_ns: 1_060_000, label: inner, depth: 0 });
-        t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_070_000, end_ns: 1_070_000, label: mark, depth: 0 });
-        t.events.push(Event { kind: EventKind::Range, tid: 7, end_tid: 7, start_ns: 1_100_000, end_ns: 1_200_000, label: inner, depth: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_005_000, end_ns: 1_085_000, label: outer, depth: 0, seq: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_015_000, end_ns: 1_045_000, label: inner, depth: 0, seq: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_050_000, end_ns: 1_060_000, label: inner, depth: 0, seq: 0 });
+        t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_070_000, end_ns: 1_070_000, label: mark, depth: 0, seq: 0 });
+        t.events.push(Event { kind: EventKind::Range, tid: 7, end_tid: 7, start_ns: 1_100_000, end_ns: 1_200_000, label: inner, depth: 0, seq: 0 });
         t.thread_names.insert(4242, "main".to_owned());
         t.warnings.push("roctx_utils: 3 events dropped".to_owned());
         xplane::standalone_xspace(&t)

@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn a_snapshot_becomes_a_trace_with_its_events_labels_and_times() {
         let snapshot = Snapshot {
-            events: vec![Event { kind: EventKind::Mark, tid: 9, end_tid: 9, start_ns: 50, end_ns: 50, label: 0, depth: 0 }],
+            events: vec![Event { kind: EventKind::Mark, tid: 9, end_tid: 9, start_ns: 50, end_ns: 50, label: 0, depth: 0, seq: 0 }],
             labels: vec!["tick".to_owned()],
             start_ns: 10,
             stop_ns: 100,

@@ -96,7 +96,7 @@ fn roctx_trace() -> Trace {
     let us = |t: u64| BOOT_START_NS + t * 1_000;
     let mut add = |kind: EventKind, tid: u64, end_tid: u64, label: &str, start_us: u64, end_us: u64| {
         let label = trace.label(label);
-        trace.events.push(Event { kind, tid, end_tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0 });
+        trace.events.push(Event { kind, tid, end_tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0, seq: 0 });
     };
     use EventKind::{Mark, ProcessRange, Range};
     add(Range, 4242, 4242, "jit_train_step", 5, 85);
@@ -269,7 +269,7 @@ fn unpack_trace(bytes: &[u8]) -> Trace {
             start_ns: u(17),
             end_ns: u(25),
             label: u32::from_le_bytes(rec[33..37].try_into().unwrap()),
-            depth: u16::from_le_bytes(rec[37..39].try_into().unwrap()),
+            depth: u16::from_le_bytes(rec[37..39].try_into().unwrap()), seq: 0,
         };
         if tid % 3 == 0 {
             trace.thread_names.insert(tid, format!("thread {tid}"));
@@ -290,8 +290,8 @@ fn trace_seeds() -> Vec<(&'static str, Vec<u8>)> {
     }
     let mut unordered = fixture.clone();
     unordered.events.reverse();
-    unordered.events.push(Event { kind: EventKind::Range, tid: 9, end_tid: 9, start_ns: BOOT_START_NS + 10, end_ns: BOOT_START_NS + 5, label: 0, depth: 3 });
-    unordered.events.push(Event { kind: EventKind::Mark, tid: 9, end_tid: 9, start_ns: BOOT_START_NS - 10, end_ns: BOOT_START_NS - 10, label: 7, depth: 0 });
+    unordered.events.push(Event { kind: EventKind::Range, tid: 9, end_tid: 9, start_ns: BOOT_START_NS + 10, end_ns: BOOT_START_NS + 5, label: 0, depth: 3, seq: 0 });
+    unordered.events.push(Event { kind: EventKind::Mark, tid: 9, end_tid: 9, start_ns: BOOT_START_NS - 10, end_ns: BOOT_START_NS - 10, label: 7, depth: 0, seq: 0 });
     vec![
         ("empty.bin", Vec::new()),
         ("fixture.bin", pack_trace(&fixture)),

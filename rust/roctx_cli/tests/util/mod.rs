@@ -178,11 +178,11 @@ pub fn sample_trace() -> Trace {
     let outer = t.label("outer");
     let inner = t.label("inner");
     let mark = t.label("mark");
-    let range = |tid, start_ns, end_ns, label| Event { kind: EventKind::Range, tid, end_tid: tid, start_ns, end_ns, label, depth: 0 };
+    let range = |tid, start_ns, end_ns, label| Event { kind: EventKind::Range, tid, end_tid: tid, start_ns, end_ns, label, depth: 0, seq: 0 };
     t.events.push(range(4242, 1_005_000, 1_085_000, outer));
     t.events.push(range(4242, 1_015_000, 1_045_000, inner));
     t.events.push(range(4242, 1_050_000, 1_060_000, inner));
-    t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_070_000, end_ns: 1_070_000, label: mark, depth: 0 });
+    t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_070_000, end_ns: 1_070_000, label: mark, depth: 0, seq: 0 });
     t.events.push(range(4300, 1_100_000, 1_200_000, inner));
     t.thread_names.insert(4242, "main".to_owned());
     t.warnings.push("roctx_utils: 3 events dropped".to_owned());

@@ -115,10 +115,10 @@ fn sample_trace() -> Trace {
     let outer = t.label("outer");
     let inner = t.label("inner");
     let mark = t.label("mark");
-    t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_005_000, end_ns: 1_085_000, label: outer, depth: 0 });
-    t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_015_000, end_ns: 1_045_000, label: inner, depth: 0 });
-    t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_050_000, end_ns: 1_050_000, label: mark, depth: 0 });
-    t.events.push(Event { kind: EventKind::Range, tid: 7, end_tid: 7, start_ns: 1_100_000, end_ns: 1_200_000, label: inner, depth: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_005_000, end_ns: 1_085_000, label: outer, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 4242, end_tid: 4242, start_ns: 1_015_000, end_ns: 1_045_000, label: inner, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Mark, tid: 4242, end_tid: 4242, start_ns: 1_050_000, end_ns: 1_050_000, label: mark, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 7, end_tid: 7, start_ns: 1_100_000, end_ns: 1_200_000, label: inner, depth: 0, seq: 0 });
     t.thread_names.insert(4242, "main".to_owned());
     t.warnings.push("roctx_utils: 3 events dropped".to_owned());
     t
@@ -368,8 +368,8 @@ fn trace_times_past_i64_max_saturate_instead_of_overflowing() {
     let mut t = Trace::new("h", 1 << 63, u64::MAX);
     t.realtime_offset_ns = i64::MAX;
     let a = t.label("a");
-    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 0, end_ns: u64::MAX, label: a, depth: 0 });
-    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: u64::MAX, end_ns: u64::MAX, label: a, depth: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 0, end_ns: u64::MAX, label: a, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: u64::MAX, end_ns: u64::MAX, label: a, depth: 0, seq: 0 });
     let space = standalone_xspace(&t);
     let events = &space.planes[0].lines[0].events;
     assert_eq!((events[0].offset_ps(), events[0].duration_ps), (i64::MIN, i64::MAX));

@@ -46,10 +46,8 @@ pub extern "C" fn ggml_cuda_roofline_init() {
 fn init() {
     let config = roctx_config::get();
     let Some(path) = &config.roofline_out else { return };
-    if std::env::var_os("GGML_CUDA_DISABLE_GRAPHS").is_none() {
-        // Before any stream exists (the contract of this call); the backend reads it lazily.
-        std::env::set_var("GGML_CUDA_DISABLE_GRAPHS", "1");
-    }
+    // Before any stream exists (the contract of this call); the backend reads it lazily.
+    roctx_config::disable_cuda_graphs();
     let api = match Api::find() {
         Ok(api) => api,
         Err(why) => {

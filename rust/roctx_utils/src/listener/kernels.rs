@@ -156,6 +156,16 @@ fn fenced(f: impl FnOnce()) {
     }
 }
 
+/// The calling thread's innermost ROCTX range changed to push number `seq` (0: none): its
+/// next kernels carry it. Two SDK calls while kernels are traced, nothing otherwise.
+#[inline]
+pub fn range_changed(seq: u32) {
+    if active() {
+        let (invocation, _) = current_scope();
+        set_scope(invocation, seq);
+    }
+}
+
 /// `rocprofiler_buffer_tracing_cb_t`: one batch of records on the SDK's thread.
 unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut RecordHeader, n: usize, _data: *mut c_void, drop_count: u64) {
     fenced(|| {

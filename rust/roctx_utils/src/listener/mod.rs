@@ -150,16 +150,18 @@ pub(crate) unsafe fn on_record(record: &Record) -> Result<(), ()> {
         // pop never consumes an enclosing range.
         (KIND_MARKER_CORE, 1, PHASE_ENTER) | (KIND_MARKER_CORE_RANGE, 1, PHASE_ENTER) => {
             let p = payload(16)?;
-            push(&message(&p), now_ns(), tid);
+            let seq = push(&message(&p), now_ns(), tid);
+            kernels::range_changed(seq);
             Ok(())
         }
         // roctx's own level (int32 retval, -1 when nothing was open) tells a pop whose push we
         // never saw (made while the context was stopped) from a truly unmatched one.
         (KIND_MARKER_CORE, 2, PHASE_EXIT) | (KIND_MARKER_CORE_RANGE, 1, PHASE_EXIT) => {
-            match payload(32) {
+            let seq = match payload(32) {
                 Ok(p) if (p.retval as u32 as i32) >= 0 => collector::pop_of_open_range(now_ns(), tid), // CAST: int32 retval in the low bytes
                 _ => pop(now_ns(), tid),
-            }
+            };
+            kernels::range_changed(seq);
             Ok(())
         }
         (KIND_MARKER_CORE, 0, PHASE_ENTER) | (KIND_MARKER_CORE_RANGE, 0, PHASE_ENTER) => {
