@@ -1693,8 +1693,16 @@ FAKE_EXPORT int fake_sdk_marker_raw(int kind, const void* record_bytes, size_t l
   return n;
 }
 
-// 1 if any context is started.
+// 1 if the first context created (a tool's marker context; the one fake_sdk_configured_kinds
+// describes) is started. A tool may keep other contexts running for the whole process (ours
+// keeps its kernel-dispatch context), so "any context" would not say whether sessions stop theirs.
 FAKE_EXPORT int fake_sdk_context_active() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return !g_contexts.empty() && g_contexts.front().active.load() ? 1 : 0;
+}
+
+// 1 if any context is started.
+FAKE_EXPORT int fake_sdk_any_context_active() {
   std::lock_guard<std::mutex> lock(g_mutex);
   for (auto& c : g_contexts) {
     if (c.active.load()) return 1;

@@ -2,10 +2,12 @@
 // rocprofiler-sdk (KERNEL_DISPATCH buffer records, CODE_OBJECT symbols, external correlation),
 // for each SDK layout (FAKE_ROCPROFILER_VERSION). The report is read back as written.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "cc_tests/fake_sdk_hooks.h"
 #include "gtest/gtest.h"
 #include "roctx_utils/roofline.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
 
 namespace {
 
@@ -228,6 +231,48 @@ TEST_F(Roofline, BadDescriptorsAreRefusedNotFollowed) {
   roctx_utils_op_end();
   EXPECT_EQ(roctx_utils_roofline_write(""), ROCTX_UTILS_IO_ERROR) << "an empty path";
   EXPECT_EQ(roctx_utils_op_fuse(nullptr), 0);
+}
+
+uint64_t BoottimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// XLA/JAX users, no code change: kernels land on /device:GPU:0 under the ROCTX range that was
+// open on the launching thread, with an arrow from it in the Chrome trace.
+TEST_F(Roofline, KernelsAppearAsGpuRowsUnderTheirRocTxRange) {
+  const Fake& f = Fake::Get();
+  f.load_symbol(21, "_Z11gemm_kernelv", 9);
+  ASSERT_EQ(capture_test::Start(), ROCTX_UTILS_OK);
+  ASSERT_EQ(roctx_utils_capture_mode_get(), 1u) << "tool mode";
+  tsl::profiler::RangePush(nullptr, "XlaModule:#step#");
+  tsl::profiler::RangePush(nullptr, "Thunk:#hlo_op=fusion.3#");
+  const uint64_t t0 = BoottimeNs();
+  f.dispatch(21, t0, t0 + 50000, 1, 3);
+  tsl::profiler::RangePop(nullptr);
+  tsl::profiler::RangePop(nullptr);
+  f.dispatch(21, t0 + 60000, t0 + 70000, 1, 3);  // after the ranges: no nvtx_range
+  usleep(200);
+  roctx_utils_snapshot* snapshot = nullptr;
+  ASSERT_EQ(roctx_utils_session_stop(&snapshot), ROCTX_UTILS_OK);
+  const std::string dir = capture_test::TmpDir("gpu_rows");
+  char path[4096] = {};
+  ASSERT_EQ(roctx_utils_snapshot_write_logdir(snapshot, dir.c_str(), "run", path, sizeof(path)), ROCTX_UTILS_OK);
+  const std::string xspace = capture_test::ReadFile(path);
+  EXPECT_NE(xspace.find("/device:GPU:0"), std::string::npos);
+  EXPECT_NE(xspace.find("Stream #0"), std::string::npos);
+  EXPECT_NE(xspace.find("gemm_kernel()"), std::string::npos);
+  EXPECT_NE(xspace.find("kernel_details"), std::string::npos);
+  const std::string chrome_path = dir + "/trace.json";
+  ASSERT_EQ(roctx_utils_snapshot_write_chrome(snapshot, chrome_path.c_str()), ROCTX_UTILS_OK);
+  const std::string chrome = capture_test::ReadFile(chrome_path);
+  EXPECT_EQ(Count(chrome, "\"name\":\"gemm_kernel()\""), 2u) << chrome;
+  EXPECT_EQ(Count(chrome, "\"nvtx_range\":\"Thunk:#hlo_op=fusion.3#\""), 2u)
+      << "the range's own event and the kernel launched inside it\n" << chrome;
+  EXPECT_EQ(Count(chrome, "\"ph\":\"s\""), 1u) << "one arrow: only one kernel had a range\n" << chrome;
+  EXPECT_EQ(Count(chrome, "\"ph\":\"f\""), 1u) << chrome;
+  roctx_utils_snapshot_free(snapshot);
 }
 
 }  // namespace

@@ -8,13 +8,13 @@
 //! many events there are (one `serde_json::Value` per event cost ~2 KB each, 9.6 GB for a 10 MB
 //! file of 5 M events).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::xplane::row_key;
+use crate::xplane::{row_key, FLOW_CONSUMER_STAT, FLOW_PRODUCER_STAT};
 use crate::xplane_proto::{x_stat, XPlane, XSpace, XStat};
 
 /// The trace-event document for `space`, as a JSON value. `otherData` carries the hostnames and
@@ -29,7 +29,9 @@ pub fn from_xspace(space: &XSpace) -> Value {
 /// Writes the trace-event document for `space` (see [`from_xspace`]) to `out`, one event at a
 /// time, and returns how many entries `traceEvents` got. Pass a buffered writer.
 pub fn write_xspace<W: Write>(space: &XSpace, mut out: W) -> io::Result<u64> {
+    let producers = flow_producers(space);
     let mut events = Events { out: &mut out, count: 0 };
+    let mut flow_ids = 0u64;
     events.out.write_all(b"{\"traceEvents\":[")?;
     for (index, plane) in space.planes.iter().enumerate() {
         if plane.lines.iter().all(|l| l.events.is_empty()) {
@@ -55,7 +57,14 @@ pub fn write_xspace<W: Write>(space: &XSpace, mut out: W) -> io::Result<u64> {
                     }
                 }
                 let (ph, dur, scope) = if e.duration_ps == 0 { ("i", None, Some("t")) } else { ("X", Some(e.duration_ps as f64 / 1e6), None) };
-                events.push(&TraceEvent { ph, name, pid, tid: Some(tid), ts: Some(ts_us), dur, s: scope, args: Args::Stats(args) })?;
+                events.push(&TraceEvent { ph, name, pid, tid: Some(tid), ts: Some(ts_us), dur, s: scope, args: Args::Stats(args), ..TraceEvent::NONE })?;
+                // A kernel whose launching range is in this space: an arrow from the range.
+                if let Some(&(p_pid, p_tid, p_ts)) = flow_id(plane, &e.stats, FLOW_CONSUMER_STAT).and_then(|id| producers.get(&id)) {
+                    flow_ids += 1;
+                    let arrow = |ph, pid, tid, ts, bp| TraceEvent { ph, name: "launch", cat: Some("launch"), id: Some(flow_ids), bp, pid, tid: Some(tid), ts: Some(ts), args: Args::None {}, ..TraceEvent::NONE };
+                    events.push(&arrow("s", p_pid, p_tid, p_ts, None))?;
+                    events.push(&arrow("f", pid, tid, ts_us, Some("e")))?;
+                }
             }
         }
     }
@@ -84,11 +93,45 @@ impl<W: Write> Events<'_, W> {
     }
 }
 
+/// The flow id an event's `stat_name` stat carries, if any.
+fn flow_id(plane: &XPlane, stats: &[XStat], stat_name: &str) -> Option<u64> {
+    stats.iter().find_map(|s| match (plane.stat_metadata.get(&s.metadata_id), &s.value) {
+        (Some(m), Some(x_stat::Value::Uint64Value(v))) if m.name == stat_name => Some(*v),
+        _ => None,
+    })
+}
+
+/// Where each flow producer (a ROCTX range that launched kernels) is drawn: (pid, tid, ts us).
+/// Memory proportional to the ranges that launched kernels.
+fn flow_producers(space: &XSpace) -> HashMap<u64, (u64, u32, f64)> {
+    let mut out = HashMap::new();
+    for (index, plane) in space.planes.iter().enumerate() {
+        if !plane.stat_metadata.values().any(|m| m.name == FLOW_PRODUCER_STAT) {
+            continue;
+        }
+        for line in &plane.lines {
+            for e in &line.events {
+                if let Some(id) = flow_id(plane, &e.stats, FLOW_PRODUCER_STAT) {
+                    let ts_us = line.timestamp_ns as f64 / 1e3 + e.offset_ps() as f64 / 1e6;
+                    out.insert(id, (index as u64 + 1, row_key(line), ts_us));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// One entry of `traceEvents`.
 #[derive(Serialize)]
 struct TraceEvent<'a> {
     ph: &'static str,
     name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
     pid: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
@@ -102,15 +145,20 @@ struct TraceEvent<'a> {
 }
 
 impl<'a> TraceEvent<'a> {
+    const NONE: TraceEvent<'static> =
+        TraceEvent { ph: "", name: "", cat: None, id: None, bp: None, pid: 0, tid: None, ts: None, dur: None, s: None, args: Args::None {} };
+
     /// A metadata (`M`) event: a process or thread name or sort index.
     fn meta(name: &'static str, pid: u64, tid: Option<u32>, args: Args<'a>) -> TraceEvent<'a> {
-        TraceEvent { ph: "M", name, pid, tid, ts: None, dur: None, s: None, args }
+        TraceEvent { ph: "M", name, pid, tid, args, ..TraceEvent::NONE }
     }
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Args<'a> {
+    /// No args (`{}`).
+    None {},
     Name { name: &'a str },
     SortIndex { sort_index: u64 },
     Stats(BTreeMap<&'a str, Arg<'a>>),

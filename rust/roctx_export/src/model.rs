@@ -26,6 +26,31 @@ pub struct Trace {
     pub thread_names: BTreeMap<u64, String>,
     /// What was dropped or capped during capture, in words (ends up in `XSpace.warnings`).
     pub warnings: Vec<String>,
+    /// GPU kernels of the session ([`Trace::add_kernels`]), in device start order.
+    pub kernels: Vec<KernelEvent>,
+}
+
+/// One GPU kernel, as the exporters draw it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelEvent {
+    /// Device start, `CLOCK_BOOTTIME` ns.
+    pub start_ns: u64,
+    /// Device end, `CLOCK_BOOTTIME` ns.
+    pub end_ns: u64,
+    /// GPU index (`/device:GPU:<gpu>`), in the order of the SDK's agent handles.
+    pub gpu: u32,
+    /// Queue index on that GPU (`Stream #<stream>`).
+    pub stream: u32,
+    /// Demangled kernel name (empty when the SDK gave none).
+    pub name: String,
+    /// The SDK's correlation id of the launching call.
+    pub correlation_id: u64,
+    /// `grid:x,y,z block:x,y,z` (grid in work-groups, as CUDA's kernel_details).
+    pub details: String,
+    /// Index into [`Trace::events`] of the innermost ROCTX range open at launch, if recorded.
+    pub launched_by: Option<usize>,
+    /// The op invocation that launched it (0: none).
+    pub invocation: u32,
 }
 
 impl Trace {
@@ -41,6 +66,65 @@ impl Trace {
             labels: snapshot.labels.clone(),
             thread_names: snapshot.thread_names.clone(),
             warnings: warnings(&snapshot.stats),
+            kernels: Vec::new(),
+        }
+    }
+
+    /// Adds the kernels of `kernels` that ran inside this session's window (start to stop,
+    /// XLA's rule; the rest are counted in a warning), each attributed to the ROCTX range of
+    /// this trace that launched it (same thread, same push number).
+    pub fn add_kernels(&mut self, kernels: &roctx_kernels::KernelSnapshot) {
+        use std::collections::HashMap;
+        let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
+        agents.sort_unstable();
+        agents.dedup();
+        let mut queues: Vec<(u64, u64)> = kernels.dispatches.iter().map(|d| (d.agent_id, d.queue_id)).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let launchers: HashMap<(u64, u32), usize> = self
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == EventKind::Range && e.seq != 0)
+            .map(|(i, e)| ((e.tid, e.seq), i))
+            .collect();
+        let mut outside = 0u64;
+        for d in &kernels.dispatches {
+            if d.start_ns < self.start_ns || d.end_ns > self.stop_ns {
+                outside += 1;
+                continue;
+            }
+            // CAST: both indices are bounded by the dispatch count, far below u32::MAX.
+            let gpu = agents.partition_point(|&a| a < d.agent_id) as u32;
+            let first_queue = queues.partition_point(|&(a, _)| a < d.agent_id);
+            let stream = (queues.partition_point(|&q| q < (d.agent_id, d.queue_id)) - first_queue) as u32;
+            let blocks = |i: usize| d.grid[i].div_ceil(d.workgroup[i].max(1));
+            self.kernels.push(KernelEvent {
+                start_ns: d.start_ns,
+                end_ns: d.end_ns,
+                gpu,
+                stream,
+                name: kernels.name(d.kernel_id).to_owned(),
+                correlation_id: d.correlation_id,
+                details: format!(
+                    "grid:{},{},{} block:{},{},{}",
+                    blocks(0),
+                    blocks(1),
+                    blocks(2),
+                    d.workgroup[0],
+                    d.workgroup[1],
+                    d.workgroup[2]
+                ),
+                launched_by: (d.range != 0).then(|| launchers.get(&(d.thread_id, d.range)).copied()).flatten(),
+                invocation: d.invocation,
+            });
+        }
+        if outside > 0 {
+            self.warnings.push(format!("roctx_utils: {outside} GPU kernels ran outside the session window and are not shown"));
+        }
+        let lost = kernels.stats.dropped_cap + kernels.stats.rejected_records + kernels.stats.sdk_dropped;
+        if lost > 0 {
+            self.warnings.push(format!("roctx_utils: {lost} GPU kernel records lost (cap, malformed or dropped by rocprofiler-sdk)"));
         }
     }
 

@@ -44,6 +44,13 @@ pub fn roctx_line_tid(name: &str) -> Option<u64> {
 /// XLA's plane holding the session's wall-clock start and stop (`profile_start_time`,
 /// `profile_stop_time`); after XLA's post-processing, line timestamps are relative to the start.
 pub const TASK_ENV_PLANE: &str = "Task Environment";
+/// Prefix of the GPU planes (`/device:GPU:<n>`), XLA's `kGpuPlanePrefix`.
+pub const GPU_PLANE_PREFIX: &str = "/device:GPU:";
+/// XLA's flow stats: producer id (on the launching ROCTX range) and consumer id (on its
+/// kernels). XProf keeps them out of the event args; the Chrome writer draws an arrow per pair.
+pub const FLOW_PRODUCER_STAT: &str = "_p";
+/// See [`FLOW_PRODUCER_STAT`].
+pub const FLOW_CONSUMER_STAT: &str = "_c";
 /// Stat of [`TASK_ENV_PLANE`]: session start, wall-clock ns.
 pub const PROFILE_START_TIME: &str = "profile_start_time";
 /// Stat of [`TASK_ENV_PLANE`]: session stop, wall-clock ns.
@@ -92,21 +99,27 @@ pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
         plane.stat_metadata.insert(id + 2, XStatMetadata { id: id + 2, name: text, description: String::new() });
     }
     let line_ts = wall_start(trace).saturating_sub(base_ns);
-    let mut by_tid: std::collections::BTreeMap<u64, Vec<&crate::Event>> = std::collections::BTreeMap::new();
-    for e in &trace.events {
+    // Ranges that launched kernels produce a flow (id = event index + 1) their kernels consume.
+    let launchers: HashSet<usize> = trace.kernels.iter().filter_map(|k| k.launched_by).collect();
+    let flow_stat_id = i64::try_from(trace.labels.len()).unwrap_or(i64::MAX - 3).saturating_add(2);
+    if !launchers.is_empty() {
+        plane.stat_metadata.insert(flow_stat_id, XStatMetadata { id: flow_stat_id, name: FLOW_PRODUCER_STAT.to_owned(), description: String::new() });
+    }
+    let mut by_tid: std::collections::BTreeMap<u64, Vec<(usize, &crate::Event)>> = std::collections::BTreeMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
         if e.end_ns >= e.start_ns {
-            by_tid.entry(e.tid).or_default().push(e);
+            by_tid.entry(e.tid).or_default().push((i, e));
         }
     }
     for (tid, mut events) in by_tid {
-        events.sort_by_key(|e| (e.start_ns, std::cmp::Reverse(e.end_ns)));
+        events.sort_by_key(|(_, e)| (e.start_ns, std::cmp::Reverse(e.end_ns)));
         let name = roctx_line_name(tid);
         let display_name = match trace.thread_names.get(&tid) {
             Some(thread) => format!("{name} ({thread})"),
             None => String::new(),
         };
-        let line_start = events.first().map_or(trace.start_ns, |e| e.start_ns);
-        let line_end = events.iter().map(|e| e.end_ns).max().unwrap_or(line_start);
+        let line_start = events.first().map_or(trace.start_ns, |(_, e)| e.start_ns);
+        let line_end = events.iter().map(|(_, e)| e.end_ns).max().unwrap_or(line_start);
         plane.lines.push(XLine {
             // CAST: OS tids are < 2^32.
             id: tid as i64,
@@ -117,19 +130,89 @@ pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
             duration_ps: ns(line_end.saturating_sub(trace.start_ns)).saturating_mul(1000),
             events: events
                 .iter()
-                .map(|e| XEvent {
-                    metadata_id: i64::from(e.label) + 1,
-                    data: Some(x_event::Data::OffsetPs(ns_between(e.start_ns, trace.start_ns).saturating_mul(1000))),
-                    duration_ps: match e.kind {
-                        EventKind::Mark => 0,
-                        _ => ns(e.end_ns.saturating_sub(e.start_ns)).saturating_mul(1000),
-                    },
-                    stats: vec![XStat { metadata_id: nvtx_stat_id, value: Some(x_stat::Value::RefValue(u64::from(e.label) + 2)) }],
+                .map(|&(i, e)| {
+                    let mut stats = vec![XStat { metadata_id: nvtx_stat_id, value: Some(x_stat::Value::RefValue(u64::from(e.label) + 2)) }];
+                    if launchers.contains(&i) {
+                        // CAST: an index into a Vec fits u64.
+                        stats.push(XStat { metadata_id: flow_stat_id, value: Some(x_stat::Value::Uint64Value(i as u64 + 1)) });
+                    }
+                    XEvent {
+                        metadata_id: i64::from(e.label) + 1,
+                        data: Some(x_event::Data::OffsetPs(ns_between(e.start_ns, trace.start_ns).saturating_mul(1000))),
+                        duration_ps: match e.kind {
+                            EventKind::Mark => 0,
+                            _ => ns(e.end_ns.saturating_sub(e.start_ns)).saturating_mul(1000),
+                        },
+                        stats,
+                    }
                 })
                 .collect(),
         });
     }
     plane
+}
+
+/// The trace's kernels as `/device:GPU:<n>` planes (XLA's CUPTI layout, xspace_and_xprof.md 6):
+/// a line per queue (`Stream #<n>`), an event per kernel named by its demangled name, with
+/// `correlation_id`, `kernel_details`, `nvtx_range` (the innermost ROCTX range open at launch)
+/// and the flow consumer id of its launching range. Times as in [`roctx_plane_based`].
+pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
+    const CORRELATION: i64 = 1;
+    const DETAILS: i64 = 2;
+    const NVTX: i64 = 3;
+    const FLOW: i64 = 4;
+    const LABEL_BASE: i64 = 5;
+    let line_ts = wall_start(trace).saturating_sub(base_ns);
+    let mut planes: std::collections::BTreeMap<u32, XPlane> = std::collections::BTreeMap::new();
+    let mut names: HashMap<(u32, &str), i64> = HashMap::new();
+    for k in &trace.kernels {
+        let plane = planes.entry(k.gpu).or_insert_with(|| {
+            let mut p = XPlane { id: i64::from(k.gpu) + 1, name: format!("{GPU_PLANE_PREFIX}{}", k.gpu), ..XPlane::default() };
+            for (id, name) in [(CORRELATION, "correlation_id"), (DETAILS, "kernel_details"), (NVTX, NVTX_RANGE_STAT), (FLOW, FLOW_CONSUMER_STAT)] {
+                p.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), description: String::new() });
+            }
+            p
+        });
+        let next = i64::try_from(names.len()).unwrap_or(i64::MAX - 1) + 1;
+        let meta = *names.entry((k.gpu, k.name.as_str())).or_insert(next);
+        plane.event_metadata.entry(meta).or_insert_with(|| XEventMetadata { id: meta, name: k.name.clone(), ..XEventMetadata::default() });
+        let mut stats = vec![
+            XStat { metadata_id: CORRELATION, value: Some(x_stat::Value::Uint64Value(k.correlation_id)) },
+            XStat { metadata_id: DETAILS, value: Some(x_stat::Value::StrValue(k.details.clone())) },
+        ];
+        if let Some(launcher) = k.launched_by.and_then(|i| trace.events.get(i).map(|e| (i, e))) {
+            let (i, e) = launcher;
+            let label_stat = LABEL_BASE + i64::from(e.label);
+            plane.stat_metadata.entry(label_stat).or_insert_with(|| XStatMetadata {
+                id: label_stat,
+                name: trace.label_of(e).to_owned(),
+                description: String::new(),
+            });
+            // CAST: a label id fits u64.
+            stats.push(XStat { metadata_id: NVTX, value: Some(x_stat::Value::RefValue(label_stat as u64)) });
+            // CAST: an index into a Vec fits u64.
+            stats.push(XStat { metadata_id: FLOW, value: Some(x_stat::Value::Uint64Value(i as u64 + 1)) });
+        }
+        let line_id = i64::from(k.stream);
+        let line = match plane.lines.iter_mut().position(|l| l.id == line_id) {
+            Some(at) => &mut plane.lines[at],
+            None => {
+                plane.lines.push(XLine { id: line_id, name: format!("Stream #{}", k.stream), timestamp_ns: line_ts, ..XLine::default() });
+                plane.lines.last_mut().expect("just pushed")
+            }
+        };
+        line.duration_ps = line.duration_ps.max(ns(k.end_ns.saturating_sub(trace.start_ns)).saturating_mul(1000));
+        line.events.push(XEvent {
+            metadata_id: meta,
+            data: Some(x_event::Data::OffsetPs(ns_between(k.start_ns, trace.start_ns).saturating_mul(1000))),
+            duration_ps: ns(k.end_ns.saturating_sub(k.start_ns)).saturating_mul(1000),
+            stats,
+        });
+    }
+    planes.into_values().map(|mut p| {
+        p.lines.sort_by_key(|l| l.id);
+        p
+    }).collect()
 }
 
 /// A complete XSpace for a trace: `/host:ROCTX` merged into a fresh `/host:CPU`, hostnames and
@@ -142,8 +225,11 @@ pub fn standalone_xspace(trace: &Trace) -> XSpace {
     host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
     assign_rows(&mut host);
     let stop = wall_start(trace).saturating_add(ns(trace.stop_ns.saturating_sub(trace.start_ns)));
+    let mut planes = vec![host];
+    planes.extend(gpu_planes(trace, wall_start(trace)));
+    planes.push(task_env_plane(wall_start(trace), stop));
     XSpace {
-        planes: vec![host, task_env_plane(wall_start(trace), stop)],
+        planes,
         hostnames: vec![trace.hostname.clone()],
         warnings: trace.warnings.clone(),
         ..XSpace::default()

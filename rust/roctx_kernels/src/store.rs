@@ -39,6 +39,10 @@ pub struct Dispatch {
     pub dispatch_id: u64,
     /// The SDK's internal correlation id (the launching API call's).
     pub correlation_id: u64,
+    /// Work-items per work-group (x, y, z).
+    pub workgroup: [u32; 3],
+    /// Work-items in the grid (x, y, z; HSA AQL semantics).
+    pub grid: [u32; 3],
 }
 
 /// An op invocation: its geometry and what was measured about it.
@@ -262,6 +266,8 @@ pub fn record_dispatch<I: IntoIterator<Item = RawDispatch>>(batch: I) {
                 queue_id: d.queue_id,
                 dispatch_id: d.dispatch_id,
                 correlation_id: d.correlation_id,
+                workgroup: d.workgroup,
+                grid: d.grid,
             });
         }
     });
@@ -288,6 +294,10 @@ pub struct RawDispatch {
     pub dispatch_id: u64,
     /// The SDK's internal correlation id.
     pub correlation_id: u64,
+    /// Work-items per work-group.
+    pub workgroup: [u32; 3],
+    /// Work-items in the grid.
+    pub grid: [u32; 3],
 }
 
 /// `n` records a source could not read (counted as lost).

@@ -270,17 +270,12 @@ fn fuzz_rocprofiler_decoders() {
 /// The guard page works and the reporter names the input: in a child process (the fault kills
 /// it), a read one byte past a placed buffer must die of SIGSEGV after printing the running
 /// input as hex. Without this, a passing decoder test would prove nothing about over-reads.
+/// The child is this test binary run again (not a fork of the multithreaded test harness,
+/// whose other threads may hold locks the child would then need).
 #[test]
 fn the_guard_page_catches_a_read_past_the_buffer() {
-    let mut fds = [0; 2];
-    // SAFETY: a valid array of two fds.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child only maps memory, writes to a pipe and faults; it never returns here.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork");
-    if pid == 0 {
-        // SAFETY: our own fds.
-        unsafe { libc::dup2(fds[1], 2) };
+    const CHILD: &str = "ROCTX_FUZZ_GUARD_PAGE_CHILD";
+    if std::env::var_os(CHILD).is_some() {
         let g = Guarded::new();
         guard::install_segv_reporter();
         let input = [0xab, 0xcd, 0x01];
@@ -291,23 +286,15 @@ fn the_guard_page_catches_a_read_past_the_buffer() {
         // SAFETY: only reached if the guard failed.
         unsafe { libc::_exit(i32::from(v) + 10) };
     }
-    // SAFETY: our own fd.
-    unsafe { libc::close(fds[1]) };
-    let mut out = Vec::new();
-    let mut buf = [0u8; 512];
-    loop {
-        // SAFETY: a valid buffer.
-        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n as usize]);
-    }
-    let mut status = 0;
-    // SAFETY: our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    let text = String::from_utf8_lossy(&out);
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSEGV, "status {status:#x}, stderr {text:?}");
+    let exe = std::env::current_exe().unwrap();
+    let child = std::process::Command::new(exe)
+        .args(["--exact", "the_guard_page_catches_a_read_past_the_buffer", "--test-threads", "1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&child.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.status.signal(), Some(libc::SIGSEGV), "status {:?}, stderr {text:?}", child.status);
     assert!(text.contains("SIGSEGV") && text.contains("abcd01"), "reporter output: {text:?}");
 }
 

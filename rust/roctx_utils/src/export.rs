@@ -16,10 +16,14 @@ use roctx_collector::Snapshot;
 use roctx_config::log;
 use roctx_sys::os;
 
-/// The snapshot as an exportable trace of this host, with the session's losses as warnings.
+/// The snapshot as an exportable trace of this host, with the GPU kernels that ran in its
+/// window and the session's losses as warnings.
 pub fn trace(snapshot: &Snapshot) -> Trace {
     let realtime_offset_ns = os::realtime_ns() - os::boottime_ns() as i64;
-    Trace::from_snapshot(snapshot, &os::hostname(), realtime_offset_ns)
+    let mut t = Trace::from_snapshot(snapshot, &os::hostname(), realtime_offset_ns);
+    // The kernels the session's window saw (the listener flushed the SDK at stop).
+    t.add_kernels(&roctx_kernels::snapshot());
+    t
 }
 
 /// Writes the snapshot as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` and returns the path.

@@ -403,3 +403,74 @@ fn validate_counts_a_repeated_problem_once_per_plane() {
     assert_eq!(thousands(1000), "1,000");
     assert_eq!(thousands(4_999_999), "4,999,999");
 }
+
+#[test]
+fn kernels_become_gpu_planes_under_the_range_that_launched_them_with_a_flow_each() {
+    use roctx_kernels::{Dispatch, KernelSnapshot};
+    let mut t = Trace::new("h", 1_000_000, 9_000_000);
+    let step = t.label("step");
+    let fusion = t.label("fusion.3");
+    t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_100_000, end_ns: 5_000_000, label: step, depth: 0, seq: 1 });
+    t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_200_000, end_ns: 1_300_000, label: fusion, depth: 1, seq: 2 });
+    let d = |start: u64, end: u64, kernel: u64, queue: u64, range: u32| Dispatch {
+        start_ns: start,
+        end_ns: end,
+        kernel_id: kernel,
+        invocation: 0,
+        range,
+        thread_id: 77,
+        agent_id: 0x5000,
+        queue_id: queue,
+        dispatch_id: start,
+        correlation_id: start / 1000,
+        workgroup: [256, 1, 1],
+        grid: [65_536, 2, 1],
+    };
+    let snapshot = KernelSnapshot {
+        dispatches: vec![
+            d(1_250_000, 1_400_000, 1, 0x10, 2), // inside fusion.3
+            d(1_500_000, 1_600_000, 2, 0x20, 1), // inside step, another queue
+            d(6_000_000, 6_100_000, 2, 0x10, 0), // no range open at launch
+            d(9_500_000, 9_600_000, 2, 0x10, 0), // after the session: not shown, counted
+        ],
+        names: [(1, "gemm_kernel".into()), (2, "copy_kernel".into())].into_iter().collect(),
+        ..KernelSnapshot::default()
+    };
+    t.add_kernels(&snapshot);
+    assert_eq!(t.kernels.len(), 3);
+    assert!(t.warnings.iter().any(|w| w.contains("1 GPU kernels ran outside the session window")), "{:?}", t.warnings);
+
+    let space = standalone_xspace(&t);
+    let gpu = space.planes.iter().find(|p| p.name == "/device:GPU:0").expect("a GPU plane");
+    let names: Vec<_> = gpu.lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["Stream #0", "Stream #1"], "one line per queue");
+    let stat = |e: &XEvent, name: &str| {
+        e.stats.iter().find(|s| gpu.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.clone())
+    };
+    let first = &gpu.lines[0].events[0];
+    assert_eq!(gpu.event_metadata[&first.metadata_id].name, "gemm_kernel");
+    assert_eq!(first.duration_ps, 150_000_000);
+    let Some(x_stat::Value::RefValue(r)) = stat(first, "nvtx_range") else { panic!("nvtx_range as a ref") };
+    assert_eq!(gpu.stat_metadata[&(r as i64)].name, "fusion.3", "the innermost range open at launch");
+    assert_eq!(stat(first, "kernel_details"), Some(x_stat::Value::StrValue("grid:256,2,1 block:256,1,1".into())));
+    assert_eq!(stat(first, "correlation_id"), Some(x_stat::Value::Uint64Value(1250)));
+    let step_kernel = &gpu.lines[1].events[0];
+    let Some(x_stat::Value::RefValue(r)) = stat(step_kernel, "nvtx_range") else { panic!() };
+    assert_eq!(gpu.stat_metadata[&(r as i64)].name, "step");
+    assert!(stat(&gpu.lines[0].events[1], "nvtx_range").is_none(), "no range open: no nvtx_range");
+    assert!(validate(&space).is_empty(), "{:?}", validate(&space));
+
+    // Chrome: one arrow (s at the range, f at the kernel) per kernel with a launching range.
+    let json = crate::chrome::from_xspace(&space);
+    let events = json["traceEvents"].as_array().unwrap();
+    let starts: Vec<_> = events.iter().filter(|e| e["ph"] == "s").collect();
+    let ends: Vec<_> = events.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!((starts.len(), ends.len()), (2, 2));
+    let host_pid = events.iter().find(|e| e["name"] == "fusion.3").unwrap()["pid"].clone();
+    let gemm = events.iter().find(|e| e["name"] == "gemm_kernel").unwrap();
+    let arrow_to_gemm = ends.iter().find(|f| f["ts"] == gemm["ts"]).expect("an arrow ends at the kernel");
+    let arrow_from = starts.iter().find(|s| s["id"] == arrow_to_gemm["id"]).unwrap();
+    assert_eq!(arrow_from["pid"], host_pid);
+    assert_eq!(arrow_to_gemm["bp"], "e");
+    assert!(gemm["args"].get("_c").is_some(), "the consumer id is an ordinary arg in Chrome JSON");
+}

@@ -191,6 +191,8 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
                     queue_id: d.queue_id,
                     dispatch_id: d.dispatch_id,
                     correlation_id: d.correlation_internal,
+                    workgroup: [d.workgroup_size.x, d.workgroup_size.y, d.workgroup_size.z],
+                    grid: [d.grid_size.x, d.grid_size.y, d.grid_size.z],
                 }),
                 Err(rocprofiler::DispatchError::OtherKind) => {}
                 Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
