@@ -10,6 +10,7 @@ use std::time::Duration;
 use roctx_utils::collector::sink::{Sink, IN_PROCESS};
 use roctx_utils::collector::{self, SessionOptions};
 use roctx_utils::config::CaptureRequest;
+use roctx_kernels::{OpDescriptor, RawDispatch};
 use roctx_utils::{emitter, runtime};
 
 const FORKS: usize = 60;
@@ -43,6 +44,20 @@ fn in_child() -> i32 {
         eprintln!("child: parent events leaked into the child's session: {labels:?}");
         return 6;
     }
+    // The kernel stage: the parent's dispatches and op invocations stayed with the parent, and
+    // the child records its own.
+    let before = roctx_kernels::snapshot();
+    if !before.dispatches.is_empty() || !before.invocations.is_empty() {
+        eprintln!("child: {} parent dispatches leaked into the child", before.dispatches.len());
+        return 10;
+    }
+    let op = roctx_kernels::begin_invocation(OpDescriptor { op: "CHILD_OP".into(), ..OpDescriptor::default() });
+    roctx_kernels::record_dispatch([RawDispatch { start_ns: 1, end_ns: 2, external: u64::from(op), ..RawDispatch::default() }]);
+    let after = roctx_kernels::snapshot();
+    if after.dispatches.len() != 1 || after.dispatches[0].invocation != op || op == 0 {
+        eprintln!("child: kernel stage unusable after fork: {:?}", after.dispatches);
+        return 11;
+    }
     // And a new session works.
     if runtime::start_session(SessionOptions::default(), Some(CaptureRequest::InProcess)).is_err() {
         return 7;
@@ -64,8 +79,8 @@ fn a_child_forked_while_every_lock_is_busy_never_hangs_and_keeps_capturing() {
     let mut busy = Vec::new();
     // Each thread keeps one of the pipeline's locks hot: its own buffer, the registry (new
     // threads), snapshots (session + registry + every buffer), start/stop ranges, names,
-    // RegisterString's pool.
-    for kind in 0..6 {
+    // RegisterString's pool, the kernel stage (op scopes, dispatch batches, snapshots).
+    for kind in 0..7 {
         let stop = Arc::clone(&stop);
         busy.push(std::thread::spawn(move || {
             let mut i = 0u64;
@@ -92,6 +107,15 @@ fn a_child_forked_while_every_lock_is_busy_never_hangs_and_keeps_capturing() {
                         .join()
                         .unwrap();
                         runtime::name_current_thread(format!("namer {i}").as_bytes());
+                    }
+                    6 => {
+                        let op = roctx_kernels::begin_invocation(OpDescriptor { op: "MUL_MAT".into(), ..OpDescriptor::default() });
+                        let batch = (0..64).map(|k| RawDispatch { start_ns: i * 100 + k, end_ns: i * 100 + k + 1, external: u64::from(op), ..RawDispatch::default() });
+                        roctx_kernels::record_dispatch(batch);
+                        if i % 64 == 0 {
+                            let _ = roctx_kernels::snapshot();
+                            roctx_kernels::reset();
+                        }
                     }
                     _ => {
                         emitter::intern::register(format!("string {}", i % 1000).as_bytes());
@@ -131,5 +155,7 @@ fn a_child_forked_while_every_lock_is_busy_never_hangs_and_keeps_capturing() {
     let parent = runtime::stop_session().unwrap();
     assert!(parent.events.iter().any(|e| parent.label(e) == "busy"));
     assert!(parent.events.iter().all(|e| parent.label(e) != "child range"));
+    let kernels = roctx_kernels::snapshot();
+    assert!(kernels.geometries.iter().all(|g| g.op != "CHILD_OP"), "a child's op reached the parent");
     assert!(failures.is_empty(), "{} of {FORKS} children failed:\n{}", failures.len(), failures.join("\n"));
 }

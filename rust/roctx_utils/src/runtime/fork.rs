@@ -1,6 +1,7 @@
 //! `pthread_atfork` handlers for the pipeline below the emitter (the emitter's string pool has
 //! its own: its lock is never held with these). One registration, so the lock order is fixed:
-//! the runtime's session lock, then the collector's ([`roctx_collector::fork`]).
+//! the runtime's session lock, then the collector's ([`roctx_collector::fork`]), then the kernel
+//! stage's ([`roctx_kernels::fork_prepare`]; neither of the others is taken under it).
 
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
@@ -27,11 +28,13 @@ extern "C" fn prepare() {
         let held = super::sessions();
         let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
         roctx_collector::fork::prepare();
+        roctx_kernels::fork_prepare();
     })
 }
 
 extern "C" fn parent() {
     roctx_sys::guard((), || {
+        roctx_kernels::fork_parent();
         roctx_collector::fork::parent();
         let _ = HELD.try_with(|h| h.borrow_mut().take());
     })
@@ -40,6 +43,7 @@ extern "C" fn parent() {
 extern "C" fn child() {
     roctx_sys::guard((), || {
         roctx_sys::os::forget_cached_tid();
+        roctx_kernels::fork_child();
         roctx_collector::fork::child();
         let _ = HELD.try_with(|h| h.borrow_mut().take());
     })
