@@ -440,7 +440,11 @@ run_xprof() {
       --row '^Host Threads/4300/ROCTX \(xla_gpu_exec_2\)$' \
       --nest 'jit_train_step>Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#>loop_fusion_3_kernel' \
       --nest 'jit_train_step>Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#>gemm_custom_call_1' \
-      --mark step_marker --mark checkpoint
+      --mark step_marker --mark checkpoint \
+      --gpu-rows 2 \
+      --kernel 'loop_fusion_3=Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#' \
+      --kernel 'Cijk_Alik_Bljk_HHS_BH_MT128x128x32=Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#' \
+      --kernel 'memset_kernel=
   fi
 
   # (c) Negative control: the same merge with display ids cleared collides in XProf (U2), and

@@ -30,6 +30,12 @@ Checks, per file, each printed as `PASS name` or `FAIL name: why`:
                            `nvtx_range` equal to its own name)
   marks-zero-duration      the file's zero-length ROCTX events (marks) are drawn with no
                            duration; every --mark NAME is one of them
+  gpu-rows                 (--gpu-rows N) a process `/device:GPU:<n>` exists with exactly N rows
+                           named `Stream #<id>`, every event in them with args `kernel_details`
+                           and `correlation_id`
+  kernel:NAME=RANGE        (--kernel) every kernel NAME in a GPU row has arg `nvtx_range` RANGE
+                           (none when RANGE is empty), and a ROCTX row has an event RANGE that
+                           began before the kernel did (its launching range, drawn on the host)
 
 Ends with `xprof consumer: N passed, M failed`; exits 1 if anything failed, 2 on bad usage.
 """
@@ -362,6 +368,58 @@ def check_file(path, args, results, label):
     if not why and not zero_drawn:
         print("  (no marks in this trace)")
 
+    # (g) kernel rows under the ROCTX rows that launched them.
+    check_kernels(doc, args, check, roctx)
+
+
+GPU_PLANE = re.compile(r"^/device:GPU:\d+$")
+STREAM_ROW = re.compile(r"^Stream #\d+")
+
+
+def gpu_rows(doc):
+    """[Row] of every `/device:GPU:<n>` process, only rows with events."""
+    events = [e for e in doc.get("traceEvents", []) if isinstance(e, dict) and e.get("ph")]
+    pids = {e.get("pid") for e in events if e["ph"] == "M" and e.get("name") == "process_name"
+            and GPU_PLANE.match(str(e.get("args", {}).get("name", "")))}
+    names = {(e.get("pid"), e.get("tid")): e.get("args", {}).get("name", "") for e in events
+             if e["ph"] == "M" and e.get("name") == "thread_name" and e.get("pid") in pids}
+    rows = {}
+    for e in events:
+        if e["ph"] != "M" and e.get("pid") in pids:
+            key = (e.get("pid"), e.get("tid"))
+            rows.setdefault(key, Row(key[1], names.get(key, ""))).events.append(e)
+    return [rows[k] for k in sorted(rows, key=str)]
+
+
+def check_kernels(doc, args, check, roctx):
+    if args.gpu_rows is None and not args.kernel:
+        return
+    rows = gpu_rows(doc)
+    for row in rows:
+        print("    GPU row %-24r %3d events" % (row.name, len(row.events)))
+    why = []
+    if args.gpu_rows is not None and len(rows) != args.gpu_rows:
+        why.append("%d GPU rows, expected %d" % (len(rows), args.gpu_rows))
+    why += ["row %r is not a stream row" % r.name for r in rows if not STREAM_ROW.match(r.name)]
+    bare = [e.get("name") for r in rows for e in r.events
+            if "kernel_details" not in e.get("args", {}) or "correlation_id" not in e.get("args", {})]
+    if bare:
+        why.append("kernels without kernel_details/correlation_id: %s" % bare[:5])
+    check("gpu-rows", rows and not why, "; ".join(why) or "no /device:GPU:<n> rows")
+    for spec in args.kernel:
+        name, _, range_name = spec.partition("=")
+        kernels = [e for r in rows for e in r.events if e.get("name") == name]
+        why = [] if kernels else ["no kernel %r in the GPU rows" % name]
+        for k in kernels:
+            got = k.get("args", {}).get("nvtx_range")
+            if (got or "") != range_name:
+                why.append("%r at %s has nvtx_range %r" % (name, k.get("ts"), got))
+            elif range_name and not any(e.get("name") == range_name and
+                                        float(e["ts"]) <= float(k["ts"]) + EPS_US
+                                        for r in roctx for e in r.events if "ts" in e):
+                why.append("no ROCTX event %r began before %r at %s" % (range_name, name, k.get("ts")))
+        check("kernel:" + spec, not why, "; ".join(why))
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -376,6 +434,9 @@ def main(argv=None):
                         help="every ROCTX row nests these events (repeatable)")
     parser.add_argument("--mark", action="append", default=[], metavar="NAME",
                         help="a zero-duration ROCTX event with this name exists (repeatable)")
+    parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")
+    parser.add_argument("--kernel", action="append", default=[], metavar="NAME=RANGE",
+                        help="kernel NAME is drawn under ROCTX range RANGE (repeatable)")
     args = parser.parse_args(argv)
 
     results = Results()

@@ -8,6 +8,8 @@
 //!   `/host:NVTX-CUPTI` plane whose `Host Threads/4242/NVTX` line collides with thread 4242;
 //! - our ROCTX output for threads 4242 and 4243 (both collide) and 4300 (does not), with
 //!   nested ranges and marks;
+//! - kernels on `/device:GPU:0` (two queues), launched inside ROCTX ranges of threads 4242
+//!   and 4243 and once outside any range;
 //! - both merged by `xplane::merge_spaces` (XLA's remap puts NVTX at `1<<32` and the first
 //!   ROCTX line at `2<<32`: the same uint32 row 0 unless rows are renumbered) and written as
 //!   `<out_logdir>/plugins/profile/<run>/fixture-host.xplane.pb`.
@@ -28,6 +30,7 @@ use std::time::SystemTime;
 
 use roctx_export::xplane_proto::{x_event, x_stat, XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat, XStatMetadata};
 use roctx_export::{logdir, xplane, Event, EventKind, Trace};
+use roctx_kernels::{Dispatch, KernelSnapshot};
 
 const HOST: &str = "fixture-host";
 /// Wall-clock ns of the XLA session start (the lines' `timestamp_ns`).
@@ -92,14 +95,17 @@ fn xla_capture() -> XSpace {
 
 /// Our capture of the same run: ranges per thread, marks, thread names.
 fn roctx_capture() -> Trace {
+    use EventKind::{Mark, Range};
     let mut trace = Trace::new(HOST, BOOT_START_NS, BOOT_START_NS + 100_000);
     trace.realtime_offset_ns = WALL_START_NS - BOOT_START_NS as i64;
     let us = |t: u64| BOOT_START_NS + t * 1_000;
+    // `seq` numbers each thread's pushes in order, as the collector does; kernels name their
+    // launching range by (thread, seq).
     let add = |trace: &mut Trace, kind: EventKind, tid: u64, label: &str, start_us: u64, end_us: u64| {
         let label = trace.label(label);
-        trace.events.push(Event { kind, tid, end_tid: tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0, seq: 0 });
+        let seq = if kind == Range { 1 + trace.events.iter().filter(|e| e.tid == tid && e.kind == Range).count() as u32 } else { 0 };
+        trace.events.push(Event { kind, tid, end_tid: tid, start_ns: us(start_us), end_ns: us(end_us), label, depth: 0, seq });
     };
-    use EventKind::{Mark, Range};
     // Thread 4242 (named): module > thunk > kernel, a second thunk, a mark.
     add(&mut trace, Range, 4242, "jit_train_step", 5, 85);
     add(&mut trace, Range, 4242, "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#", 10, 60);
@@ -115,6 +121,32 @@ fn roctx_capture() -> Trace {
     add(&mut trace, Mark, 4300, "checkpoint", 50, 50);
     trace.thread_names.insert(4242, "xla_gpu_exec_0".to_owned());
     trace.thread_names.insert(4300, "xla_gpu_exec_2".to_owned());
+    // Kernels: two launched inside fusion.3 on thread 4242 (push 2), one inside custom-call.1
+    // on thread 4243 (push 2) on another queue, one launched with no range open.
+    let kernel = |start_us: u64, end_us: u64, kernel_id: u64, thread_id: u64, queue_id: u64, range: u32| Dispatch {
+        start_ns: us(start_us),
+        end_ns: us(end_us),
+        kernel_id,
+        invocation: 0,
+        range,
+        thread_id,
+        agent_id: 0x7f00,
+        queue_id,
+        dispatch_id: start_us,
+        correlation_id: start_us,
+        workgroup: [256, 1, 1],
+        grid: [1 << 20, 1, 1],
+    };
+    trace.add_kernels(&KernelSnapshot {
+        dispatches: vec![
+            kernel(16, 30, 1, 4242, 0x10, 2),
+            kernel(31, 44, 1, 4242, 0x10, 2),
+            kernel(14, 38, 2, 4243, 0x20, 2),
+            kernel(92, 95, 3, 4300, 0x10, 0),
+        ],
+        names: [(1, "loop_fusion_3".into()), (2, "Cijk_Alik_Bljk_HHS_BH_MT128x128x32".into()), (3, "memset_kernel".into())].into_iter().collect(),
+        ..KernelSnapshot::default()
+    });
     trace
 }
 

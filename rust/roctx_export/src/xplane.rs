@@ -51,6 +51,15 @@ pub const GPU_PLANE_PREFIX: &str = "/device:GPU:";
 pub const FLOW_PRODUCER_STAT: &str = "_p";
 /// See [`FLOW_PRODUCER_STAT`].
 pub const FLOW_CONSUMER_STAT: &str = "_c";
+/// High bits of our flow ids: a host's own flows (XLA's are small step and correlation
+/// numbers) never pair with ours in a merged space.
+pub const FLOW_ID_BASE: u64 = 0x5243_5458 << 32; // "RCTX"
+
+/// The flow id of the trace's `index`-th event.
+pub fn flow_id(index: usize) -> u64 {
+    // CAST: an index into a Vec fits u64; below 2^32 events the id stays unique.
+    FLOW_ID_BASE | (index as u64 + 1)
+}
 /// Stat of [`TASK_ENV_PLANE`]: session start, wall-clock ns.
 pub const PROFILE_START_TIME: &str = "profile_start_time";
 /// Stat of [`TASK_ENV_PLANE`]: session stop, wall-clock ns.
@@ -134,7 +143,7 @@ pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
                     let mut stats = vec![XStat { metadata_id: nvtx_stat_id, value: Some(x_stat::Value::RefValue(u64::from(e.label) + 2)) }];
                     if launchers.contains(&i) {
                         // CAST: an index into a Vec fits u64.
-                        stats.push(XStat { metadata_id: flow_stat_id, value: Some(x_stat::Value::Uint64Value(i as u64 + 1)) });
+                        stats.push(XStat { metadata_id: flow_stat_id, value: Some(x_stat::Value::Uint64Value(flow_id(i))) });
                     }
                     XEvent {
                         metadata_id: i64::from(e.label) + 1,
@@ -190,8 +199,7 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             });
             // CAST: a label id fits u64.
             stats.push(XStat { metadata_id: NVTX, value: Some(x_stat::Value::RefValue(label_stat as u64)) });
-            // CAST: an index into a Vec fits u64.
-            stats.push(XStat { metadata_id: FLOW, value: Some(x_stat::Value::Uint64Value(i as u64 + 1)) });
+            stats.push(XStat { metadata_id: FLOW, value: Some(x_stat::Value::Uint64Value(flow_id(i))) });
         }
         let line_id = i64::from(k.stream);
         let line = match plane.lines.iter_mut().position(|l| l.id == line_id) {
@@ -279,12 +287,38 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
         wall_start(trace)
     });
     space.planes.push(roctx_plane_based(trace, base));
+    add_gpu_planes(&mut space, gpu_planes(trace, base));
     space.warnings.extend(trace.warnings.iter().cloned());
     if !trace.hostname.is_empty() && space.hostnames.is_empty() {
         space.hostnames.push(trace.hostname.clone());
     }
     merge_host_planes(&mut space);
     Ok(space.encode_to_vec())
+}
+
+/// Adds our kernel planes to a host's space. A `/device:GPU:<n>` plane the host already filled
+/// (its own GPU tracer) is kept as it is and ours is left out, with a warning: the same kernels
+/// twice would double every GPU time in XProf. An empty one is replaced. Plane ids are moved past
+/// the host's, which XProf keys some tools on.
+pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
+    let mut next_id = space.planes.iter().map(|p| p.id).max().unwrap_or(0).saturating_add(1);
+    for mut plane in ours {
+        let existing = space.planes.iter().position(|p| p.name == plane.name);
+        if let Some(at) = existing {
+            if space.planes[at].lines.iter().any(|l| !l.events.is_empty()) {
+                let n: usize = plane.lines.iter().map(|l| l.events.len()).sum();
+                space.warnings.push(format!(
+                    "roctx_utils: {} already holds the host's own kernel events; our {n} kernels for it are not added (their nvtx_range attribution is in our standalone log directory)",
+                    plane.name
+                ));
+                continue;
+            }
+            space.planes.remove(at);
+        }
+        plane.id = next_id;
+        next_id = next_id.saturating_add(1);
+        space.planes.push(plane);
+    }
 }
 
 /// Combines several XSpaces (e.g. XLA's own capture and a roctx_utils log directory of the same

@@ -474,3 +474,51 @@ fn kernels_become_gpu_planes_under_the_range_that_launched_them_with_a_flow_each
     assert_eq!(arrow_to_gemm["bp"], "e");
     assert!(gemm["args"].get("_c").is_some(), "the consumer id is an ordinary arg in Chrome JSON");
 }
+
+fn one_kernel_trace() -> Trace {
+    use roctx_kernels::{Dispatch, KernelSnapshot};
+    let mut t = Trace::new("h", 1_000_000, 9_000_000);
+    let fusion = t.label("fusion.3");
+    t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_200_000, end_ns: 1_300_000, label: fusion, depth: 0, seq: 1 });
+    let d = Dispatch {
+        start_ns: 1_250_000,
+        end_ns: 1_400_000,
+        kernel_id: 1,
+        invocation: 0,
+        range: 1,
+        thread_id: 77,
+        agent_id: 0x5000,
+        queue_id: 0x10,
+        dispatch_id: 1,
+        correlation_id: 5,
+        workgroup: [256, 1, 1],
+        grid: [256, 1, 1],
+    };
+    t.add_kernels(&KernelSnapshot { dispatches: vec![d], names: [(1, "gemm_kernel".into())].into_iter().collect(), ..KernelSnapshot::default() });
+    t
+}
+
+// The XLA-host path (merge into the host's own XSpace) carries the kernels too, with flow ids
+// that cannot pair with the host's own small ones.
+#[test]
+fn merging_into_a_host_space_adds_the_gpu_planes_unless_the_host_traced_kernels_itself() {
+    let host = XSpace { planes: vec![plane(HOST_PLANE, vec![line(4242, "Host Threads/4242", 3)]), plane("/device:GPU:0", vec![])], ..XSpace::default() };
+    let merged = XSpace::decode(merge_into_bytes(&host.encode_to_vec(), &one_kernel_trace()).unwrap().as_slice()).unwrap();
+    let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
+    assert_eq!(gpu.len(), 1, "the host's empty GPU plane is replaced, not doubled");
+    assert_eq!(gpu[0].lines[0].events.len(), 1);
+    assert_eq!(merged.planes.iter().filter(|p| p.id == gpu[0].id).count(), 1, "our plane's id is its own");
+    let consumer = gpu[0].lines[0].events[0].stats.iter().find(|s| gpu[0].stat_metadata[&s.metadata_id].name == FLOW_CONSUMER_STAT).unwrap();
+    assert_eq!(consumer.value, Some(x_stat::Value::Uint64Value(FLOW_ID_BASE | 1)));
+    let host_plane = merged.planes.iter().find(|p| p.name == HOST_PLANE).unwrap();
+    let producer = host_plane.lines.iter().flat_map(|l| &l.events).flat_map(|e| &e.stats).find(|s| host_plane.stat_metadata[&s.metadata_id].name == FLOW_PRODUCER_STAT);
+    assert_eq!(producer.map(|s| s.value.clone()), Some(Some(x_stat::Value::Uint64Value(FLOW_ID_BASE | 1))));
+    assert!(validate(&merged).is_empty(), "{:?}", validate(&merged));
+
+    // A host whose own tracer filled the GPU plane keeps it alone; the skip is said.
+    let traced = XSpace { planes: vec![plane(HOST_PLANE, vec![]), plane("/device:GPU:0", vec![line(1, "Stream #1", 2)])], ..XSpace::default() };
+    let merged = XSpace::decode(merge_into_bytes(&traced.encode_to_vec(), &one_kernel_trace()).unwrap().as_slice()).unwrap();
+    let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
+    assert_eq!((gpu.len(), gpu[0].lines[0].name.as_str()), (1, "Stream #1"));
+    assert!(merged.warnings.iter().any(|w| w.contains("already holds the host's own kernel events")), "{:?}", merged.warnings);
+}
