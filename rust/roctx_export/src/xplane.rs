@@ -298,15 +298,19 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
 
 /// Adds our kernel planes to a host's space. A `/device:GPU:<n>` plane the host already filled
 /// (its own GPU tracer) is kept as it is and ours is left out, with a warning: the same kernels
-/// twice would double every GPU time in XProf. An empty one is replaced. Plane ids are moved past
+/// twice would double every GPU time in XProf. An empty one is replaced (an empty one of ours
+/// changes nothing). Plane ids are moved past
 /// the host's, which XProf keys some tools on.
 pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
     let mut next_id = space.planes.iter().map(|p| p.id).max().unwrap_or(0).saturating_add(1);
     for mut plane in ours {
         let existing = space.planes.iter().position(|p| p.name == plane.name);
         if let Some(at) = existing {
+            let n: usize = plane.lines.iter().map(|l| l.events.len()).sum();
+            if n == 0 {
+                continue;
+            }
             if space.planes[at].lines.iter().any(|l| !l.events.is_empty()) {
-                let n: usize = plane.lines.iter().map(|l| l.events.len()).sum();
                 space.warnings.push(format!(
                     "roctx_utils: {} already holds the host's own kernel events; our {n} kernels for it are not added (their nvtx_range attribution is in our standalone log directory)",
                     plane.name
@@ -359,7 +363,11 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
             }
             out.planes.push(marker);
         }
-        out.planes.extend(space.planes);
+        // A GPU plane two inputs both filled (XLA's tracer and ours saw the same kernels) is
+        // kept once, from the first input, rather than merged into double GPU time.
+        let (gpu, rest): (Vec<XPlane>, Vec<XPlane>) = space.planes.into_iter().partition(|p| p.name.starts_with(GPU_PLANE_PREFIX));
+        out.planes.extend(rest);
+        add_gpu_planes(&mut out, gpu);
         out.errors.extend(space.errors);
         out.warnings.extend(space.warnings);
         for h in space.hostnames {

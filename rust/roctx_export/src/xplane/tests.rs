@@ -323,16 +323,17 @@ fn merging_several_sources_drops_empty_lines_as_one_call_per_source_would() {
 
 // Used to compute the next metadata id as max + 1: a panic in debug builds and an id wrapped
 // to i64::MIN in release when the plane merged into holds metadata id i64::MAX (the first of
-// two planes with one name, as `roctx merge` of two files with a GPU plane each does).
+// two planes with one name, as `roctx merge` of two files with, say, a TPU plane each does;
+// GPU planes are no longer merged, see merging_two_spaces_keeps_one_filled_gpu_plane_of_a_name).
 #[test]
 fn metadata_ids_at_i64_max_do_not_overflow_when_planes_merge() {
-    let mut first = plane("/device:GPU:0", vec![line(1, "Stream #1", 1)]);
+    let mut first = plane("/device:TPU:0", vec![line(1, "Stream #1", 1)]);
     first.event_metadata.clear();
     first.event_metadata.insert(i64::MAX, XEventMetadata { id: i64::MAX, name: "at max".into(), ..XEventMetadata::default() });
     first.lines[0].events[0].metadata_id = i64::MAX;
     first.stat_metadata.insert(i64::MAX, XStatMetadata { id: i64::MAX, name: "stat at max".into(), description: String::new() });
     first.stat_metadata.insert(1, XStatMetadata { id: 1, name: "taken".into(), description: String::new() });
-    let mut second = plane("/device:GPU:0", vec![line(i64::MAX, "Stream max", 1), line(7, "Stream #7", 1)]);
+    let mut second = plane("/device:TPU:0", vec![line(i64::MAX, "Stream max", 1), line(7, "Stream #7", 1)]);
     second.stat_metadata.insert(3, XStatMetadata { id: 3, name: "new stat".into(), description: String::new() });
     second.stat_metadata.insert(4, XStatMetadata { id: 4, name: "ref target".into(), description: String::new() });
     second.lines[1].events[0].stats.push(XStat { metadata_id: 3, value: Some(x_stat::Value::RefValue(4)) });
@@ -344,7 +345,7 @@ fn metadata_ids_at_i64_max_do_not_overflow_when_planes_merge() {
     let name_of = |e: &XEvent| gpu.event_metadata[&e.metadata_id].name.as_str();
     let line_named = |name: &str| gpu.lines.iter().find(|l| l.name == name).unwrap();
     assert_eq!(name_of(&line_named("Stream #1").events[0]), "at max");
-    assert_eq!(name_of(&line_named("Stream max").events[0]), "ev_/device:GPU:0");
+    assert_eq!(name_of(&line_named("Stream max").events[0]), "ev_/device:TPU:0");
     let stat = &line_named("Stream #7").events[0].stats[0];
     assert_eq!(gpu.stat_metadata[&stat.metadata_id].name, "new stat");
     let Some(x_stat::Value::RefValue(r)) = stat.value else { panic!("not a ref") };
@@ -521,4 +522,21 @@ fn merging_into_a_host_space_adds_the_gpu_planes_unless_the_host_traced_kernels_
     let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
     assert_eq!((gpu.len(), gpu[0].lines[0].name.as_str()), (1, "Stream #1"));
     assert!(merged.warnings.iter().any(|w| w.contains("already holds the host's own kernel events")), "{:?}", merged.warnings);
+}
+
+// `roctx merge` of XLA's capture (its tracer filled /device:GPU:0) and our log directory: the
+// kernels are not counted twice.
+#[test]
+fn merging_two_spaces_keeps_one_filled_gpu_plane_of_a_name() {
+    let ours = standalone_xspace(&one_kernel_trace());
+    let xla = XSpace { planes: vec![plane(HOST_PLANE, vec![]), plane("/device:GPU:0", vec![line(1, "Stream #1", 2)])], ..XSpace::default() };
+    let merged = merge_spaces(vec![xla.clone(), ours.clone()]);
+    let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
+    assert_eq!(gpu.len(), 1);
+    assert_eq!(gpu[0].lines.iter().map(|l| l.events.len()).sum::<usize>(), 2, "XLA's, not both");
+    assert!(merged.warnings.iter().any(|w| w.contains("already holds")), "{:?}", merged.warnings);
+    // Alone, ours survive a merge.
+    let merged = merge_spaces(vec![XSpace { planes: vec![plane(HOST_PLANE, vec![])], ..XSpace::default() }, ours]);
+    let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
+    assert_eq!((gpu.len(), gpu[0].lines[0].events.len()), (1, 1));
 }
