@@ -233,6 +233,43 @@ TEST_F(Roofline, BadDescriptorsAreRefusedNotFollowed) {
   EXPECT_EQ(roctx_utils_op_fuse(nullptr), 0);
 }
 
+// Every loss is counted and readable from C; a short struct_size gets only what it holds.
+TEST_F(Roofline, KernelStatsCountEveryLossAndRespectTheCallersStructSize) {
+  const Fake& f = Fake::Get();
+  void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(sdk, nullptr);
+  auto set_drops = reinterpret_cast<void (*)(uint64_t)>(dlsym(sdk, "fake_sdk_set_next_drop_count"));
+  ASSERT_NE(set_drops, nullptr);
+  unsigned char cut[64] = {};
+  const uint64_t cut_size = sizeof(cut);
+  memcpy(cut, &cut_size, 8);
+  f.raw(cut, sizeof(cut));  // rejected
+  set_drops(3);             // the SDK says it dropped 3
+  f.dispatch(9, 1000, 2000, 1, 1);
+  roctx_utils_kernel_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);
+  EXPECT_EQ(st.struct_size, sizeof(st));
+  EXPECT_EQ(st.dispatches, 1u);
+  EXPECT_EQ(st.rejected_records, 1u);
+  EXPECT_EQ(st.sdk_dropped, 3u);
+  struct {
+    roctx_utils_kernel_stats head;
+    uint64_t canary;
+  } shorter{};
+  shorter.head.struct_size = offsetof(roctx_utils_kernel_stats, rejected_records);
+  shorter.head.rejected_records = 77;
+  shorter.canary = 0xfeed;
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&shorter.head), ROCTX_UTILS_OK);
+  EXPECT_EQ(shorter.head.dispatches, 1u);
+  EXPECT_EQ(shorter.head.rejected_records, 77u) << "past the caller's struct_size: untouched";
+  EXPECT_EQ(shorter.canary, 0xfeedu);
+  EXPECT_EQ(roctx_utils_kernel_stats_get(nullptr), ROCTX_UTILS_INVALID_ARGUMENT);
+  roctx_utils_roofline_reset();
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);
+  EXPECT_EQ(st.dispatches + st.rejected_records + st.sdk_dropped, 0u) << "a reset starts the counters again";
+}
+
 uint64_t BoottimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);

@@ -1,7 +1,7 @@
 /* roctx_utils' op scopes: per-op GPU kernel attribution and the per-op roofline report.
  *
  * Kernel dispatches are traced with device timestamps through rocprofiler-sdk (tool mode; see
- * README "Kernels and roofline"). Each kernel is attributed to
+ * docs/kernels.md). Each kernel is attributed to
  *   - the innermost ROCTX range open on the launching thread (no code change needed), and
  *   - the op scope open on that thread, if any: an op scope begun here with
  *     roctx_utils_op_begin() tags every kernel the thread launches until roctx_utils_op_end()
@@ -86,6 +86,28 @@ void roctx_utils_roofline_reset(void);
  * on stderr names the path and the reason). */
 int roctx_utils_roofline_write(const char* path);
 
+/* The kernel stage's counters since the last reset; every loss has one. Zero-initialize and
+ * set struct_size; the library writes no byte past it. */
+typedef struct roctx_utils_kernel_stats {
+  uint64_t struct_size;
+  uint64_t dispatches;            /* dispatches kept */
+  uint64_t dropped_cap;           /* over the 2^21 kept between resets (lost) */
+  uint64_t rejected_records;      /* not well-formed dispatch or symbol records (lost) */
+  uint64_t sdk_dropped;           /* records rocprofiler-sdk says it dropped itself (lost) */
+  uint64_t before_reset;          /* of ops begun before the last reset (warm-up, discarded) */
+  uint64_t geometries_over_cap;   /* op scopes past the 2^16 distinct shapes (counted as no op) */
+  uint64_t cut_descriptors;       /* op descriptors cut to the documented limits */
+  uint64_t invocations_exhausted; /* op scopes past the 32-bit invocation space (no op) */
+  uint64_t names_over_cap;        /* kernel symbols past the 2^20 names kept */
+} roctx_utils_kernel_stats;
+
+/* Flushes the SDK's buffer, then copies the counters into *out. Returns ROCTX_UTILS_OK or
+ * ROCTX_UTILS_INVALID_ARGUMENT (out NULL or struct_size < 16). */
+int roctx_utils_kernel_stats_get(roctx_utils_kernel_stats* out);
+
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 80);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, dispatches, 8);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_over_cap, 72);
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_source, 48);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, ne, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, bytes, 40);

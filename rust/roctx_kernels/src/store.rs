@@ -54,7 +54,9 @@ pub struct Invocation {
     pub experts_used: u64,
 }
 
-/// The stage's counters; every loss has one.
+/// The stage's counters; every loss has one. `#[repr(C)]`, all `u64`: the C API's
+/// `roctx_utils_kernel_stats` embeds it after its `struct_size`.
+#[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelStats {
     /// Dispatches kept.
@@ -328,6 +330,11 @@ pub fn reset() {
         s.stats = KernelStats::default();
         s.reset_floor = floor;
     });
+}
+
+/// The counters since the last reset (cheap: no copy of the dispatches).
+pub fn stats() -> KernelStats {
+    with(|s| s.stats)
 }
 
 /// A copy of everything captured since the last reset, dispatches in device start order.

@@ -221,7 +221,10 @@ impl Device {
     /// ASCII case-insensitive.
     pub fn lookup(name: &str) -> Option<&'static Device> {
         let name = name.trim();
-        DEVICES.iter().find(|d| d.key.eq_ignore_ascii_case(name)).or_else(|| DEVICES.iter().find(|d| d.arch.is_some_and(|a| a.eq_ignore_ascii_case(name))))
+        // HIP's gcnArchName carries target features ("gfx90a:sramecc+:xnack-"); the arch is
+        // the part before the first ':'.
+        let arch = name.split(':').next().unwrap_or(name);
+        DEVICES.iter().find(|d| d.key.eq_ignore_ascii_case(name)).or_else(|| DEVICES.iter().find(|d| d.arch.is_some_and(|a| a.eq_ignore_ascii_case(arch))))
     }
 
     /// Peak memory bandwidth in B/s.
@@ -436,6 +439,7 @@ mod tests {
     fn devices_resolve_by_key_or_arch_and_every_entry_cites_a_source() {
         assert_eq!(Device::lookup("GFX1151").unwrap().key, "strix-halo");
         assert_eq!(Device::lookup("mi250").unwrap().compute_units, Some(208));
+        assert_eq!(Device::lookup("gfx90a:sramecc+:xnack-").unwrap().key, "mi250x-gcd", "gcnArchName target features are ignored");
         assert!(Device::lookup("gfx908").is_none() && Device::lookup("gfx950").is_none());
         for d in DEVICES {
             assert!(!d.source.is_empty() && d.mem_bw_gbs > 0.0, "{}", d.key);

@@ -36,7 +36,7 @@ const STATUS_INTERNAL: i32 = -1;
 /// # Safety
 /// `out` must be null or point at a writable struct whose first field is a `u64` struct_size,
 /// with at least `struct_size` writable bytes (the header contract of every output struct).
-unsafe fn write_sized<T: Copy>(out: *mut T, value: T, min_size: usize) -> i32 {
+pub(super) unsafe fn write_sized<T: Copy>(out: *mut T, value: T, min_size: usize) -> i32 {
     if out.is_null() {
         return STATUS_INVALID_ARGUMENT;
     }

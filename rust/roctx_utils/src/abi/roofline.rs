@@ -73,6 +73,34 @@ const _: () = {
     assert!(offset_of!(OpDescC, n_fused) == 160);
 };
 
+/// `roctx_utils_kernel_stats`: `struct_size`, then [`roctx_kernels::KernelStats`] itself
+/// (`#[repr(C)]`, all `u64`, in the header's order).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelStatsC {
+    pub struct_size: u64,
+    pub stats: roctx_kernels::KernelStats,
+}
+const _: () = {
+    assert!(size_of::<KernelStatsC>() == 80);
+    assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, dispatches) == 8);
+    assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, names_over_cap) == 72);
+};
+
+/// `roctx_utils_kernel_stats_get`.
+///
+/// # Safety
+/// `out` is null or a `roctx_utils_kernel_stats` with `struct_size` set.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_kernel_stats_get(out: *mut KernelStatsC) -> i32 {
+    guard(-1, || {
+        kernels::flush();
+        let value = KernelStatsC { struct_size: size_of::<KernelStatsC>() as u64, stats: roctx_kernels::stats() };
+        // SAFETY: the header requires null or a roctx_utils_kernel_stats with struct_size set.
+        unsafe { super::c_api::write_sized(out, value, 16) }
+    })
+}
+
 /// Most elements read from any caller array (sources, parameters, fused nodes): the kernel
 /// stage keeps fewer, and counts the cut.
 const MAX_READ: u32 = 1024;
