@@ -19,6 +19,12 @@
 //! - `3` client id: `layout: u8` (even V6, odd V7), then the struct, starting with V7's
 //!   `size: u64 LE`. `set_client_name` writes the name pointer only where the layout has it,
 //!   and for V7 only when `size` covers it; nothing else changes.
+//! - `4` KERNEL_DISPATCH buffer record: `category: u32 LE`, `kind: u32 LE`, then the record,
+//!   starting with its `size: u64 LE` (zero-padded to 8). Readable bytes are what `size`
+//!   promises (at least 8, at most 184 plus what the input holds). `kernel_dispatch` says
+//!   "other kind" exactly when category/kind are not TRACING/KERNEL_DISPATCH, "malformed" for a
+//!   null payload, a `size` under 128 or an end before the start, and otherwise returns every
+//!   field from the spec's offset (zeros past `size`).
 
 use std::ffi::{c_void, CStr};
 
@@ -162,14 +168,63 @@ fn client_id(g: &Guarded, body: &[u8]) {
     unsafe { rocprofiler::set_client_name(std::ptr::null_mut(), layout, CLIENT_NAME) };
 }
 
+fn dispatch(g: &Guarded, body: &[u8]) {
+    let word = |at: usize| u32::from_le_bytes([0, 1, 2, 3].map(|i| body.get(at + i).copied().unwrap_or(0)));
+    let (category, kind) = (word(0), word(4));
+    let mut bytes = body.get(8..).unwrap_or_default().to_vec();
+    if bytes.len() < 8 {
+        bytes.resize(8, 0);
+    }
+    let size = u64_at(&bytes, 0);
+    const RECORD: usize = 184;
+    let readable = match usize::try_from(size) {
+        Ok(s) if s <= RECORD => s.max(8),
+        _ => bytes.len().max(RECORD),
+    };
+    bytes.resize(readable, 0);
+    let ptr = g.place(&bytes);
+    let ours = category == rocprofiler::BUFFER_CATEGORY_TRACING && kind == rocprofiler::BUFFER_KIND_KERNEL_DISPATCH as u32;
+    let header = rocprofiler::RecordHeader { category, kind, payload: ptr.cast() };
+    // SAFETY: a valid header whose payload is readable for what its `size` promises.
+    let got = unsafe { rocprofiler::kernel_dispatch(&header) };
+    let mut padded = bytes.clone();
+    padded.resize(padded.len().max(RECORD), 0);
+    let covered = usize::try_from(size).unwrap_or(usize::MAX).min(RECORD);
+    padded[covered.max(8)..].fill(0);
+    let u32_at = |at: usize| u32::from_le_bytes(padded[at..at + 4].try_into().unwrap());
+    let (start, end) = (u64_at(&padded, 40), u64_at(&padded, 48));
+    match got {
+        Err(rocprofiler::DispatchError::OtherKind) => assert!(!ours, "category {category} kind {kind} is ours"),
+        Err(rocprofiler::DispatchError::Malformed) => {
+            assert!(ours, "another kind's record judged malformed");
+            assert!(size < rocprofiler::KERNEL_DISPATCH_RECORD_MIN as u64 || end < start, "size {size}, {start}..{end} rejected");
+        }
+        Ok(d) => {
+            assert!(ours && size >= rocprofiler::KERNEL_DISPATCH_RECORD_MIN as u64 && end >= start, "size {size} accepted");
+            assert_eq!((d.correlation_internal, d.correlation_external, d.thread_id), (u64_at(&padded, 16), u64_at(&padded, 24), u64_at(&padded, 32)));
+            assert_eq!((d.start_ns, d.end_ns), (start, end));
+            assert_eq!((d.agent_id, d.queue_id, d.kernel_id, d.dispatch_id), (u64_at(&padded, 64), u64_at(&padded, 72), u64_at(&padded, 80), u64_at(&padded, 88)));
+            assert_eq!((d.workgroup_size.x, d.workgroup_size.y, d.workgroup_size.z), (u32_at(104), u32_at(108), u32_at(112)));
+            assert_eq!((d.grid_size.x, d.grid_size.y, d.grid_size.z), (u32_at(116), u32_at(120), u32_at(124)));
+        }
+    }
+    let null = rocprofiler::RecordHeader { category, kind, payload: std::ptr::null_mut() };
+    // SAFETY: a null payload is allowed.
+    let got = unsafe { rocprofiler::kernel_dispatch(&null) };
+    assert_eq!(got.err(), Some(if ours { rocprofiler::DispatchError::Malformed } else { rocprofiler::DispatchError::OtherKind }));
+    // SAFETY: a null header is allowed.
+    assert_eq!(unsafe { rocprofiler::kernel_dispatch(std::ptr::null()) }.err(), Some(rocprofiler::DispatchError::Malformed));
+}
+
 fn target(g: &Guarded, input: &[u8]) {
     let _running = guard::running(input);
     let body = input.get(1..).unwrap_or_default();
-    match input.first().copied().unwrap_or(0) % 4 {
+    match input.first().copied().unwrap_or(0) % 5 {
         0 => record(g, body),
         1 => payload(g, body),
         2 => c_string(g, body),
-        _ => client_id(g, body),
+        3 => client_id(g, body),
+        _ => dispatch(g, body),
     }
 }
 
@@ -215,6 +270,22 @@ fn client_seed(v7: bool, size: u64) -> Vec<u8> {
     out
 }
 
+/// A dispatch record of `size` bytes (at least 184 written) with recognizable fields.
+fn dispatch_seed(category: u32, kind: u32, size: u64, start: u64, end: u64) -> Vec<u8> {
+    let mut r = vec![0u8; 184];
+    r[0..8].copy_from_slice(&size.to_le_bytes());
+    r[8..12].copy_from_slice(&11i32.to_le_bytes());
+    r[12..16].copy_from_slice(&2i32.to_le_bytes());
+    for (at, v) in [(16, 77u64), (24, 0x0000_0002_0000_0005), (32, 4242), (40, start), (48, end), (56, 72), (64, 0x5000), (72, 0x10), (80, 21), (88, 9)] {
+        r[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    for (at, v) in [(104, 256u32), (108, 1), (112, 1), (116, 65_536), (120, 2), (124, 1)] {
+        r[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    let cut = usize::try_from(size).unwrap_or(usize::MAX).min(184);
+    [&[4u8][..], &category.to_le_bytes(), &kind.to_le_bytes(), &r[..cut.max(8)]].concat()
+}
+
 fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let (v6, v7) = (record_bytes(Layout::V6), record_bytes(Layout::V7));
     let ptr = 0x7fff_0000_1000u64;
@@ -253,6 +324,15 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("client_v7_size_15.bin", client_seed(true, 15)),
         ("client_v7_size_0.bin", client_seed(true, 0)),
         ("client_v7_size_future_u64_max.bin", client_seed(true, u64::MAX)),
+        ("dispatch_184.bin", dispatch_seed(1, 11, 184, 1000, 2000)),
+        ("dispatch_min_128.bin", dispatch_seed(1, 11, 128, 1000, 2000)),
+        ("dispatch_127_short.bin", dispatch_seed(1, 11, 127, 1000, 2000)),
+        ("dispatch_future_256.bin", [dispatch_seed(1, 11, 256, 1000, 2000), vec![0xee; 72]].concat()),
+        ("dispatch_size_u64_max.bin", dispatch_seed(1, 11, u64::MAX, 1000, 2000)),
+        ("dispatch_end_before_start.bin", dispatch_seed(1, 11, 184, 2000, 1000)),
+        ("dispatch_memory_copy_kind.bin", dispatch_seed(1, 12, 184, 1000, 2000)),
+        ("dispatch_pc_sampling_category.bin", dispatch_seed(2, 11, 184, 1000, 2000)),
+        ("dispatch_size_0.bin", dispatch_seed(1, 11, 0, 0, 0)),
     ]
 }
 
