@@ -6,7 +6,9 @@
 // This binary plays ggml: it exports ggml_op_desc, ggml_type_name, ggml_nbytes,
 // ggml_graph_node and ggml_graph_n_nodes (linked with -rdynamic, as libggml-base exports
 // them). Its op and type enum values are deliberately not ggml's: names must come from these
-// functions, never from enum values compiled into the library.
+// functions, never from enum values compiled into the library. It also plays the HIP runtime
+// for the MoE read-back: hipStreamSynchronize and hipMemcpy over host memory, which launch a
+// "copy kernel" through the fake SDK as a real blit might.
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +75,26 @@ __attribute__((visibility("default"))) ggml_tensor* ggml_graph_node(ggml_cgraph*
   return g->nodes[i < 0 ? g->n_nodes + i : i];
 }
 __attribute__((visibility("default"))) int ggml_graph_n_nodes(ggml_cgraph* g) { return g->n_nodes; }
+
+// The fake HIP runtime: what the read-back did, and a failure to inject.
+void* g_synced_stream = nullptr;
+int g_syncs = 0, g_copies = 0, g_copy_status = 0;
+bool g_synced_before_copy = false;
+__attribute__((visibility("default"))) int hipStreamSynchronize(void* stream) {
+  g_synced_stream = stream;
+  ++g_syncs;
+  return 0;
+}
+__attribute__((visibility("default"))) int hipMemcpy(void* dst, const void* src, size_t n, int kind) {
+  g_synced_before_copy = g_syncs > g_copies;
+  ++g_copies;
+  if (g_copy_status != 0 || kind != 2) return g_copy_status != 0 ? g_copy_status : 21;
+  std::memcpy(dst, src, n);
+  void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  auto dispatch = sdk ? reinterpret_cast<FakeSdkDispatchKernelFn>(dlsym(sdk, "fake_sdk_dispatch_kernel")) : nullptr;
+  if (dispatch != nullptr) dispatch(3, 20000, 29000, 1, 1);  // the blit: 9 us of no op
+  return 0;
+}
 
 void ggml_cuda_roofline_init(void);
 void ggml_cuda_roofline_set_device(const char* arch);
@@ -194,6 +216,51 @@ int DecodeStep() {
 }
 
 const std::vector<std::pair<std::string, std::string>> kActive = {{"GGML_ROOFLINE_OUT", "$REPORT"}};
+
+// A MoE step with a stream: ids [top_k=2, 5 tokens] routed to experts 0, 3, 5 and 7 of 8.
+int MoeStep() {
+  ggml_cuda_roofline_init();
+  ggml_cuda_roofline_set_device("gfx942");
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 5});
+  ggml_tensor ids = Tensor(kI32, {2, 5});
+  int32_t routing[10] = {0, 3, 3, 5, 0, 3, 5, 0, 3, 7};
+  ids.data = routing;
+  ggml_tensor moe = Tensor(kF32, {768, 2, 5}, "ffn_moe_down-0");
+  moe.op = kOpMulMatId;
+  moe.src[0] = &experts;
+  moe.src[1] = &in;
+  moe.src[2] = &ids;
+  int stream = 0;
+  ggml_cuda_roofline_begin_op(&moe, &stream);
+  if (g_syncs != 1 || g_synced_stream != &stream || g_copies != 1 || !g_synced_before_copy) return 12;
+  dispatch(2, 30000, 32000, 1, 1);  // the MoE kernel itself
+  // A failing copy: a warning, and the row keeps experts_used 0.
+  g_copy_status = 1;
+  ggml_cuda_roofline_begin_op(&moe, &stream);
+  dispatch(2, 40000, 41000, 1, 1);
+  return 0;
+}
+
+TEST(GgmlRoofline, MoeReadBackCountsTheRoutedExpertsAndItsCopyIsNoOps) {
+  const Outcome o = InChild("moe", kActive, MoeStep);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string& r = o.report;
+  EXPECT_EQ(Count(r, "\"invocation\": "), 2u) << r;
+  EXPECT_NE(r.find("\"experts_used\": 4"), std::string::npos) << r;
+  std::string compact;
+  for (char c : r) {
+    if (c != ' ' && c != '\n') compact += c;
+  }
+  EXPECT_NE(compact.find("\"tokens_per_expert\":[3,0,0,4,0,2,0,1]"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"experts_used\": 0"), std::string::npos) << "the failed read-back\n" << r;
+  EXPECT_EQ(Count(r, "tokens_per_expert"), 1u) << r;
+  // The blit's 9 us are no op's: only the two MoE kernels count.
+  EXPECT_NE(r.find("\"total_gpu_time_us\": 3.0"), std::string::npos) << r;
+  EXPECT_NE(o.err.find("MoE read-back failed (hipMemcpy returned 1)"), std::string::npos) << o.err;
+}
 
 TEST(GgmlRoofline, LlamaCppSequenceWritesTheReportAtExit) {
   const Outcome o = InChild("decode", kActive, DecodeStep);

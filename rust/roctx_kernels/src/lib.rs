@@ -42,7 +42,7 @@ pub use names::demangle;
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
     begin_invocation, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, stats, fuse_invocation, invocations_started,
-    kernel_name, record_dispatch, register_kernel_symbol, reset, set_device, set_experts_used, snapshot, Dispatch, Invocation,
+    kernel_name, record_dispatch, register_kernel_symbol, reset, set_device, set_expert_routing, set_experts_used, snapshot, Dispatch, Invocation,
     KernelSnapshot, KernelStats, RawDispatch, MAX_DISPATCHES, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
 };
 

@@ -93,6 +93,8 @@ pub struct KernelSnapshot {
     pub invocations: BTreeMap<u32, Invocation>,
     /// Distinct op geometries.
     pub geometries: Vec<Arc<OpDescriptor>>,
+    /// `MUL_MAT_ID` invocations whose routing was read back: (token, slot) routings per expert.
+    pub tokens_per_expert: BTreeMap<u32, Arc<[u64]>>,
     /// The counters.
     pub stats: KernelStats,
 }
@@ -117,6 +119,7 @@ struct State {
     geometries: Vec<Arc<OpDescriptor>>,
     geometry_index: HashMap<Arc<OpDescriptor>, Geometry>,
     invocations: BTreeMap<u32, Invocation>,
+    tokens_per_expert: BTreeMap<u32, Arc<[u64]>>,
     dispatches: Vec<Dispatch>,
     stats: KernelStats,
     /// Invocations up to this id were begun before the last reset.
@@ -182,6 +185,18 @@ pub fn set_experts_used(invocation: u32, experts: u64) {
     with(|s| {
         if let Some(inv) = s.invocations.get_mut(&invocation) {
             inv.experts_used = experts;
+        }
+    });
+}
+
+/// A `MUL_MAT_ID` invocation's routing, read back from its ids tensor (roofline.md 5.4): the
+/// (token, slot) routings per expert. Sets `experts_used` to the experts with any.
+pub fn set_expert_routing(invocation: u32, tokens_per_expert: Vec<u64>) {
+    let used = tokens_per_expert.iter().filter(|&&n| n > 0).count() as u64;
+    with(|s| {
+        if let Some(inv) = s.invocations.get_mut(&invocation) {
+            inv.experts_used = used;
+            s.tokens_per_expert.insert(invocation, tokens_per_expert.into());
         }
     });
 }
@@ -325,6 +340,7 @@ pub fn reset() {
     with(|s| {
         s.dispatches = Vec::new();
         s.invocations.clear();
+        s.tokens_per_expert.clear();
         s.geometries.clear();
         s.geometry_index.clear();
         s.stats = KernelStats::default();
@@ -357,6 +373,7 @@ pub fn snapshot() -> KernelSnapshot {
                 .collect(),
             invocations: s.invocations.clone(),
             geometries: s.geometries.clone(),
+            tokens_per_expert: s.tokens_per_expert.clone(),
             stats: s.stats,
         }
     })
@@ -406,6 +423,7 @@ pub fn fork_child() {
             if let Some(s) = g.as_mut() {
                 s.dispatches = Vec::new();
                 s.invocations.clear();
+                s.tokens_per_expert.clear();
                 s.stats = KernelStats::default();
             }
         }

@@ -127,4 +127,13 @@ fn experts_used_is_kept_per_invocation() {
     set_experts_used(id, 3);
     set_experts_used(id + 99, 3); // unknown: ignored
     assert_eq!(snapshot().invocations[&id].experts_used, 3);
+    // A read-back routing sets experts_used to the experts with any token, and a reset forgets it.
+    set_expert_routing(id, vec![3, 0, 0, 4, 0, 2, 0, 1]);
+    set_expert_routing(id + 99, vec![1]); // unknown: ignored
+    let s = snapshot();
+    assert_eq!(s.invocations[&id].experts_used, 4);
+    assert_eq!(&*s.tokens_per_expert[&id], &[3, 0, 0, 4, 0, 2, 0, 1]);
+    assert_eq!(s.tokens_per_expert.len(), 1);
+    reset();
+    assert!(snapshot().tokens_per_expert.is_empty());
 }

@@ -33,6 +33,8 @@ pub fn report(snapshot: &KernelSnapshot) -> Report {
         let mut row = row_of(op);
         row.invocation = Some(u64::from(invocation));
         row.experts_used = (op.op == "MUL_MAT_ID").then_some(inv.experts_used);
+        // Present only on rows whose ids were read back, one entry per expert (PR #53).
+        row.tokens_per_expert = snapshot.tokens_per_expert.get(&invocation).filter(|t| t.len() as u64 == op.n_experts).map(|t| t.to_vec());
         row.kernels = kernels;
         report.rows.push(row);
     }

@@ -104,3 +104,55 @@ impl Api {
         String::from_utf8_lossy(&bytes[..bytes.len().min(256)]).into_owned()
     }
 }
+
+/// The GPU runtime's synchronize and copy, for the MoE read-back of a `MUL_MAT_ID`'s ids tensor
+/// (roofline.md 5.4): HIP's when the process has it, else CUDA's. Found in the process, never
+/// loaded: the host's ggml backend already linked one.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceCopy {
+    /// `hipStreamSynchronize` / `cudaStreamSynchronize`.
+    sync: unsafe extern "C" fn(*mut c_void) -> c_int,
+    /// `hipMemcpy` / `cudaMemcpy` (dst, src, bytes, kind).
+    memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
+    /// `"hip"` or `"cuda"`.
+    pub runtime: &'static str,
+}
+
+/// `hipMemcpyDeviceToHost` and `cudaMemcpyDeviceToHost` are both 2.
+const DEVICE_TO_HOST: c_int = 2;
+
+impl DeviceCopy {
+    /// The process's HIP or CUDA runtime functions, if either is there.
+    pub fn find() -> Option<DeviceCopy> {
+        let this = Library::this();
+        for (runtime, sync, memcpy) in [("hip", "hipStreamSynchronize\0", "hipMemcpy\0"), ("cuda", "cudaStreamSynchronize\0", "cudaMemcpy\0")] {
+            // SAFETY: the field types are the runtimes' documented signatures.
+            let found = unsafe { (this.get(sync.as_bytes()).map(|s| *s), this.get(memcpy.as_bytes()).map(|s| *s)) };
+            if let (Ok(sync), Ok(memcpy)) = found {
+                return Some(DeviceCopy { sync, memcpy, runtime });
+            }
+        }
+        None
+    }
+
+    /// Waits for `stream`, then copies `bytes` bytes of device memory at `src` to the host.
+    /// The error is the runtime's status of the call that failed.
+    ///
+    /// # Safety
+    /// `stream` must be a stream of the runtime (or null, its default stream) and `src` device
+    /// memory readable for `bytes` bytes.
+    pub unsafe fn read(&self, stream: *mut c_void, src: *const c_void, bytes: usize) -> Result<Vec<u8>, (&'static str, c_int)> {
+        // SAFETY: per contract.
+        let status = unsafe { (self.sync)(stream) };
+        if status != 0 {
+            return Err(("StreamSynchronize", status));
+        }
+        let mut out = vec![0u8; bytes];
+        // SAFETY: `out` holds `bytes` writable bytes; `src` per contract.
+        let status = unsafe { (self.memcpy)(out.as_mut_ptr().cast(), src, bytes, DEVICE_TO_HOST) };
+        if status != 0 {
+            return Err(("Memcpy", status));
+        }
+        Ok(out)
+    }
+}

@@ -272,7 +272,7 @@ fn client_seed(v7: bool, size: u64) -> Vec<u8> {
 
 /// A dispatch record of `size` bytes (at least 184 written) with recognizable fields.
 fn dispatch_seed(category: u32, kind: u32, size: u64, start: u64, end: u64) -> Vec<u8> {
-    let mut r = vec![0u8; 184];
+    let mut r = [0u8; 184];
     r[0..8].copy_from_slice(&size.to_le_bytes());
     r[8..12].copy_from_slice(&11i32.to_le_bytes());
     r[12..16].copy_from_slice(&2i32.to_le_bytes());

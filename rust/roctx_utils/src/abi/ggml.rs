@@ -10,8 +10,11 @@
 //! - `reset()`: flush, then discard; names and the invocation counter are kept.
 //! - `begin_op(node, stream)`: a fresh invocation for `node` on this thread, replacing the
 //!   previous one (pop, then push): every kernel the thread launches until the next `begin_op`
-//!   is the node's. `stream` would serve the MoE read-back, which this build does not do
-//!   (`experts_used` stays 0 and consumers use the shape bound, roofline.md 5.4).
+//!   is the node's. For a `MUL_MAT_ID` with a stream and an `i32` ids tensor, the MoE read-back
+//!   of roofline.md 5.4: the sentinel invocation 0 while the stream is synchronized and the ids
+//!   are copied to the host (any copy kernel that lowers to is no op's), then `experts_used` and
+//!   `tokens_per_expert` from them. Without the HIP/CUDA runtime in the process, or on any
+//!   failure, both stay unknown and consumers use the shape bound.
 //! - `fuse_ops(graph, node_idx, node_count)`: re-points the current invocation at the fused
 //!   group of nodes `[node_idx, node_idx + node_count)`, with the group's external traffic
 //!   (roofline.md 5.3); ignored for fewer than two nodes or without a current invocation.
@@ -27,7 +30,7 @@ use std::sync::{Once, OnceLock};
 
 use roctx_config::log;
 use roctx_kernels::OpDescriptor;
-use roctx_sys::ggml::{Api, Tensor, MAX_SRC};
+use roctx_sys::ggml::{Api, DeviceCopy, Tensor, MAX_SRC};
 
 use super::guard;
 use crate::listener::kernels;
@@ -35,6 +38,13 @@ use crate::runtime;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static GGML: OnceLock<Api> = OnceLock::new();
+static DEVICE_COPY: OnceLock<Option<DeviceCopy>> = OnceLock::new();
+/// Most ids bytes copied for one read-back, and most ids read (a larger tensor is no MoE
+/// routing a step produces; it gets the shape bound).
+const MAX_IDS_BYTES: usize = 64 << 20;
+const MAX_IDS: u64 = 16 << 20;
+/// Most experts counted per op.
+const MAX_EXPERTS: u64 = 1 << 16;
 
 /// `ggml_cuda_roofline_init`.
 #[no_mangle]
@@ -56,6 +66,11 @@ fn init() {
         }
     };
     let _ = GGML.set(api);
+    let copy = DeviceCopy::find();
+    if copy.is_none() {
+        log::info(format_args!("roofline: no HIP or CUDA runtime in the process; MUL_MAT_ID rows get no experts_used"));
+    }
+    let _ = DEVICE_COPY.set(copy);
     runtime::get();
     if !kernels::active() {
         return; // start-up already said why, and the report at exit will say it has no rows
@@ -90,13 +105,22 @@ pub extern "C" fn ggml_cuda_roofline_reset() {
 
 /// `ggml_cuda_roofline_begin_op`.
 #[no_mangle]
-pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, _stream: *mut c_void) {
+pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, stream: *mut c_void) {
     guard((), || {
         let Some(api) = active() else { return };
         // SAFETY: a node of the graph being computed, valid for the call (contract).
         let Some(desc) = (unsafe { describe(api, node) }) else { return };
+        let moe = (desc.op == "MUL_MAT_ID").then_some(desc.n_experts);
         let id = roctx_kernels::begin_invocation(desc);
         let (_, range) = kernels::current_scope();
+        if let (Some(n_experts), false, true) = (moe, stream.is_null(), id != 0) {
+            // The sentinel first: what the read-back enqueues belongs to no op.
+            kernels::set_scope(0, range);
+            // SAFETY: the node, its sources and `stream` are the backend's, valid for the call.
+            if let Some(routing) = unsafe { read_routing(api, node, stream, n_experts) } {
+                roctx_kernels::set_expert_routing(id, routing);
+            }
+        }
         kernels::set_scope(id, range);
     })
 }
@@ -124,6 +148,64 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
             roctx_kernels::fuse_invocation(invocation, group);
         }
     })
+}
+
+/// The (token, slot) routings per expert of a `MUL_MAT_ID` node: its ids tensor (`src[2]`,
+/// `i32`, `[top_k, n_tokens]`) copied to the host after `stream` finished producing it. `None`
+/// (and a warning, once) when there are no ids, they are not `i32`, or the runtime fails.
+///
+/// # Safety
+/// `node` must be a valid tensor whose sources are valid tensors, and `stream` a stream of the
+/// process's GPU runtime.
+unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_experts: u64) -> Option<Vec<u64>> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let copy = DEVICE_COPY.get().copied().flatten()?;
+    // SAFETY: per contract.
+    let ids_ptr = unsafe { node.as_ref() }?.src[2];
+    // SAFETY: per contract (a null source is no ids).
+    let ids = unsafe { ids_ptr.as_ref() }?;
+    // SAFETY: ggml's function on a valid type id returns a static string.
+    if unsafe { Api::text((api.type_name)(ids.type_)) } != "i32" || ids.data.is_null() || n_experts == 0 || n_experts > MAX_EXPERTS {
+        return None;
+    }
+    let ne: Vec<u64> = ids.ne.iter().map(|&n| u64::try_from(n).unwrap_or(0)).collect();
+    let count = ne.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n)).filter(|&c| c > 0 && c <= MAX_IDS)?;
+    // SAFETY: per contract.
+    let bytes = unsafe { (api.nbytes)(ids_ptr) };
+    if bytes == 0 || bytes > MAX_IDS_BYTES {
+        return None;
+    }
+    // SAFETY: the ids' device memory spans `ggml_nbytes` bytes; `stream` per contract.
+    let host = match unsafe { copy.read(stream, ids.data, bytes) } {
+        Ok(host) => host,
+        Err((call, status)) => {
+            WARNED.call_once(|| {
+                log::warn(format_args!("roofline: MoE read-back failed ({}{call} returned {status}); MUL_MAT_ID rows keep experts_used 0", copy.runtime));
+            });
+            return None;
+        }
+    };
+    let mut routing = vec![0u64; usize::try_from(n_experts).ok()?];
+    let mut index = [0u64; 4];
+    for _ in 0..count {
+        let offset = (0..4).try_fold(0u64, |acc, d| acc.checked_add(index[d].checked_mul(ids.nb[d] as u64)?));
+        let value = offset
+            .and_then(|o| usize::try_from(o).ok())
+            .and_then(|o| host.get(o..o.checked_add(4)?))
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if let Some(e) = value.and_then(|v| usize::try_from(v).ok()).filter(|&e| e < routing.len()) {
+            routing[e] += 1;
+        }
+        // Next index, dimension 0 fastest.
+        for d in 0..4 {
+            index[d] += 1;
+            if index[d] < ne[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Some(routing)
 }
 
 /// The sources of `t`, up to the last non-null one (null slots kept as null).
