@@ -1,0 +1,85 @@
+//! Kernel-stage throughput (issue 11 item 7; results: BENCHMARKS.md "Kernel stage"):
+//!
+//! - `ingest`: records/s through `record_dispatch` (decode of the external-correlation value
+//!   into invocation and range, the reset-floor check, the append), in batches of [`BATCH`]
+//!   records as the listener hands them over at the 4 MiB watermark. Only that call is timed:
+//!   op scopes are begun, batches built and the store reset (every [`GENERATION`] batches, to
+//!   stay under `MAX_DISPATCHES`) outside the clock. The batch is moved in and freed inside,
+//!   as the listener's is.
+//! - `begin_invocation`: the store's part of an op scope (the descriptor's geometry looked up or
+//!   stored, the invocation inserted); the C ABI's total is bench/kernels_benchmark.cc.
+//! - `snapshot`: a copy of 100k dispatches, sorted by device start, names demangled once.
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+mod common;
+use common::{Capture, BATCH};
+
+/// Batches between two resets: 16 x 22,795 = 365k records, well under `MAX_DISPATCHES`.
+const GENERATION: usize = 16;
+
+fn ingest(c: &mut Criterion) {
+    common::register_kernels();
+    let mut capture = Capture::default();
+    let mut pending: Vec<Vec<roctx_kernels::RawDispatch>> = Vec::new();
+    let mut group = c.benchmark_group("kernels");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("ingest", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                if pending.is_empty() {
+                    // Untimed: a fresh store, and the next generation's op scopes and records
+                    // (invocations begun after the reset, so none is discarded as warm-up).
+                    roctx_kernels::reset();
+                    pending = (0..GENERATION).map(|_| capture.dispatches(BATCH)).collect();
+                }
+                let batch = pending.pop().unwrap_or_default();
+                let t = Instant::now();
+                roctx_kernels::record_dispatch(batch);
+                timed += t.elapsed();
+            }
+            timed
+        })
+    });
+    let s = roctx_kernels::snapshot().stats;
+    assert_eq!((s.dropped_cap, s.before_reset, s.rejected_records), (0, 0, 0), "every record kept: {s:?}");
+
+    group.throughput(Throughput::Elements(1));
+    let ops: Vec<_> = (0..16).map(common::op).collect();
+    group.bench_function("begin_invocation", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut i = 0u64;
+            while i < iters {
+                roctx_kernels::reset(); // untimed: the invocation map stays at most 64k long
+                let n = (iters - i).min(1 << 16);
+                let descs: Vec<_> = (0..n).map(|j| ops[(j % 16) as usize].clone()).collect();
+                let t = Instant::now();
+                for d in descs {
+                    black_box(roctx_kernels::begin_invocation(d));
+                }
+                timed += t.elapsed();
+                i += n;
+            }
+            timed
+        })
+    });
+
+    roctx_kernels::reset();
+    let mut capture = Capture::default();
+    for _ in 0..(100_000 / BATCH) {
+        roctx_kernels::record_dispatch(capture.dispatches(BATCH));
+    }
+    roctx_kernels::record_dispatch(capture.dispatches(100_000 % BATCH));
+    assert_eq!(roctx_kernels::snapshot().dispatches.len(), 100_000);
+    group.throughput(Throughput::Elements(100_000));
+    group.bench_function("snapshot_100k", |b| b.iter(|| roctx_kernels::snapshot().dispatches.len()));
+    group.finish();
+}
+
+criterion_group!(benches, ingest);
+criterion_main!(benches);
