@@ -444,7 +444,7 @@ run_xprof() {
       --gpu-rows 2 \
       --kernel 'loop_fusion_3=Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#' \
       --kernel 'Cijk_Alik_Bljk_HHS_BH_MT128x128x32=Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#' \
-      --kernel 'memset_kernel=
+      --kernel 'memset_kernel='
   fi
 
   # (c) Negative control: the same merge with display ids cleared collides in XProf (U2), and
