@@ -12,6 +12,8 @@
 #   5. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
 #      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
 #      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
+#   5b. a real NVTX3 client (tests/nvtx/real_client.cc, NVIDIA's header-only loader from PyPI
+#      nvidia-nvtx) loading //nvtx:libroctx_utils_nvtx.so through NVTX_INJECTION64_PATH;
 #   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
 #      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
 #      (ThreadSanitizer), in the same output base as 4 and 7;
@@ -470,11 +472,47 @@ run_xprof() {
   fi
 }
 
+# 5b. A real NVTX3 client: NVIDIA's own header-only loader (PyPI nvidia-nvtx headers, fetched
+#     with the xprof venv's pip) finds libroctx_utils_nvtx.so through NVTX_INJECTION64_PATH.
+NVTX3_VERSION=13.0.85
+run_nvtx_real() {
+  local dir=$TMPDIR_TESTS/nvtx cache=${ROCTX_UTILS_CACHE:-$HOME/.cache/roctx_utils}/nvtx3-$NVTX3_VERSION
+  local log=$TMPDIR_TESTS/nvtx/client.log p f rc
+  mkdir -p "$dir"
+  echo
+  echo "==> real NVTX3 client against //nvtx:libroctx_utils_nvtx.so"
+  if [ ! -f "$cache/nvidia/cu13/include/nvtx3/nvToolsExt.h" ]; then
+    rm -rf "$cache" && mkdir -p "$cache" &&
+      "$XPROF_VENV/bin/pip" download -q --no-deps "nvidia-nvtx==$NVTX3_VERSION" -d "$cache" &&
+      "$XPROF_VENV/bin/python" -m zipfile -e "$cache"/nvidia_nvtx-*.whl "$cache" ||
+      { record "nvtx: real client" 0 1 "could not fetch the nvidia-nvtx $NVTX3_VERSION headers"; return; }
+  fi
+  if ! "$BAZEL" build //nvtx:libroctx_utils_nvtx.so --config=bazel4 --config=rocm; then
+    record "nvtx: real client" 0 1 "bazel build of the injection library failed"
+    return
+  fi
+  if ! g++ -std=c++17 -O1 -Wall -I"$cache/nvidia/cu13/include" -Iinclude tests/nvtx/real_client.cc \
+      -ldl -lpthread -o "$dir/real_client"; then
+    record "nvtx: real client" 0 1 "the client did not compile against the NVTX3 headers"
+    return
+  fi
+  env NVTX_INJECTION64_PATH="$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" ROCTX_UTILS_XSPACE_OUT="$dir/logs" \
+    "$dir/real_client" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r p f < <(sed -nE 's/^nvtx real client: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
+  if [ -z "$p" ]; then
+    record "nvtx: real client" 0 1 "the client exited $rc without a result line"
+  else
+    record "nvtx: real client" "$p" "$f"
+  fi
+}
+
 run_cargo
 run_clippy
 run_valgrind                                        # the Rust unit tests under memcheck
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
+run_nvtx_real                                       # needs the xprof venv's pip
 run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations

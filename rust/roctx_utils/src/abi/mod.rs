@@ -16,6 +16,7 @@
 pub mod bridge;
 pub mod c_api;
 pub mod ggml;
+pub mod nvtx;
 pub mod roofline;
 
 pub use roctx_sys::{guard, panics_caught};

@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod intern;
+pub mod nvtx;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 

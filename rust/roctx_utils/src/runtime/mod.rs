@@ -138,6 +138,11 @@ pub fn name_current_thread(name: &[u8]) {
     roctx_collector::name_thread(roctx_collector::current_tid(), name);
 }
 
+/// Names OS thread `tid` for export (NVTX's `nvtxNameOsThread` names any thread by id).
+pub fn name_thread(tid: u64, name: &[u8]) {
+    roctx_collector::name_thread(tid, name);
+}
+
 // ---- sessions ----
 
 /// Serializes session start and stop (never taken on the hot path). A `std` mutex for the same

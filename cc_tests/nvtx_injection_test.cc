@@ -1,0 +1,408 @@
+// libroctx_utils_nvtx.so as an NVTX3 client's loader sees it (nvidia_sources.md A): this binary
+// plays the loader of one or more instrumented libraries. It dlopens the injection library
+// named by NVTX_INJECTION64_PATH, calls InitializeInjectionNvtx2 with its own
+// nvtxGetExportTable (CALLBACKS + VERSIONINFO, module tables of the sizes NVTX 3 has), then
+// calls through the slots exactly as the NVTX inline functions do: an empty slot is a no-op
+// with the neutral value. What was recorded is read back through the C API of the same loaded
+// instance (dlsym), in an in-process session.
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "roctx_utils/roctx_utils.h"
+
+namespace {
+
+// ---- the client side of the ABI (our own declarations of the spec's layouts) ----
+
+using Fn = void (*)();
+using Slot = Fn*;
+
+struct ExportTableCallbacks {
+  size_t struct_size;
+  int (*get_module_function_table)(int module, Slot** out_table, unsigned* out_size);
+};
+struct ExportTableVersionInfo {
+  size_t struct_size;
+  uint32_t version;
+  uint32_t reserved0;
+  void (*set_injection_nvtx_version)(uint32_t);
+};
+static_assert(sizeof(ExportTableCallbacks) == 16, "A.2");
+static_assert(sizeof(ExportTableVersionInfo) == 24, "A.2");
+
+struct EventAttributes {
+  uint16_t version;
+  uint16_t size;
+  uint32_t category;
+  int32_t color_type;
+  uint32_t color;
+  int32_t payload_type;
+  int32_t reserved0;
+  uint64_t payload;
+  int32_t message_type;
+  const void* message;
+};
+static_assert(sizeof(EventAttributes) == 48, "A.5");
+static_assert(offsetof(EventAttributes, message) == 40, "A.5");
+
+enum Module { kCore = 1, kCuda = 2, kCudart = 4, kCore2 = 5, kSync = 6 };
+// Slot indices (A.3).
+enum Core {
+  kMarkEx = 1, kMarkA, kMarkW, kRangeStartEx, kRangeStartA, kRangeStartW, kRangeEnd,
+  kRangePushEx, kRangePushA, kRangePushW, kRangePop, kNameCategoryA, kNameCategoryW,
+  kNameOsThreadA, kNameOsThreadW, kCoreSize
+};
+enum Core2 {
+  kDomainMarkEx = 1, kDomainRangeStartEx, kDomainRangeEnd, kDomainRangePushEx, kDomainRangePop,
+  kDomainResourceCreate, kDomainResourceDestroy, kDomainNameCategoryA, kDomainNameCategoryW,
+  kDomainRegisterStringA, kDomainRegisterStringW, kDomainCreateA, kDomainCreateW, kDomainDestroy,
+  kInitialize, kCore2Size
+};
+constexpr int kNoPushPopTracking = -2;
+
+// One instrumented library: its own slots (what the NVTX3 headers keep per linkage unit).
+struct Client {
+  unsigned core_size = kCoreSize, core2_size = kCore2Size, cuda_size = 9, cudart_size = 7;
+  Fn core[kCoreSize + 1] = {};
+  Fn core2[kCore2Size + 1] = {};
+  Fn cuda[10] = {};
+  Fn cudart[8] = {};
+  Fn sync[8] = {};
+  std::vector<Slot> core_t, core2_t, cuda_t, cudart_t, sync_t;
+  uint32_t version_set = 0;
+  bool give_callbacks = true;
+  size_t callbacks_size = sizeof(ExportTableCallbacks);
+
+  Client() {
+    auto table = [](Fn* slots, unsigned size, std::vector<Slot>& t) {
+      t.assign(size + 1, nullptr);  // index 0 and index `size` stay null (A.2)
+      for (unsigned i = 1; i < size; ++i) t[i] = &slots[i];
+    };
+    table(core, kCoreSize, core_t);
+    table(core2, kCore2Size, core2_t);
+    table(cuda, 9, cuda_t);
+    table(cudart, 7, cudart_t);
+    table(sync, 7, sync_t);
+  }
+  template <typename F>
+  F get(Fn* slots, int i) const {
+    return reinterpret_cast<F>(slots[i]);
+  }
+};
+
+Client* g_client = nullptr;  // the client whose loader is running init
+
+int GetModuleFunctionTable(int module, Slot** out_table, unsigned* out_size) {
+  Client& c = *g_client;
+  switch (module) {
+    case kCore: *out_table = c.core_t.data(); *out_size = c.core_size; return 1;
+    case kCore2: *out_table = c.core2_t.data(); *out_size = c.core2_size; return 1;
+    case kCuda: *out_table = c.cuda_t.data(); *out_size = c.cuda_size; return 1;
+    case kCudart: *out_table = c.cudart_t.data(); *out_size = c.cudart_size; return 1;
+    case kSync: *out_table = c.sync_t.data(); *out_size = 7; return 1;
+  }
+  return 0;  // OpenCL (3) and anything newer
+}
+
+void SetInjectionNvtxVersion(uint32_t v) { g_client->version_set = v; }
+
+const void* GetExportTable(uint32_t id) {
+  static ExportTableCallbacks callbacks;
+  static ExportTableVersionInfo version;
+  callbacks = {g_client->callbacks_size, &GetModuleFunctionTable};
+  version = {sizeof(version), 3, 0, &SetInjectionNvtxVersion};
+  if (id == 1) return g_client->give_callbacks ? &callbacks : nullptr;
+  if (id == 3) return &version;
+  return nullptr;
+}
+
+using InitFn = int (*)(const void* (*)(uint32_t));
+
+void* Library() {
+  static void* lib = dlopen(std::getenv("NVTX_INJECTION64_PATH"), RTLD_LAZY);
+  return lib;
+}
+
+int Init(Client& c) {
+  auto init = reinterpret_cast<InitFn>(dlsym(Library(), "InitializeInjectionNvtx2"));
+  if (init == nullptr) return -100;
+  g_client = &c;
+  const int ok = init(&GetExportTable);
+  g_client = nullptr;
+  return ok;
+}
+
+// The C API of the loaded instance.
+struct Api {
+  int (*start)(const roctx_utils_session_options*);
+  int (*stop)(roctx_utils_snapshot**);
+  void (*free)(roctx_utils_snapshot*);
+  size_t (*count)(const roctx_utils_snapshot*);
+  int (*event)(const roctx_utils_snapshot*, size_t, roctx_utils_event*);
+  size_t (*thread_name)(const roctx_utils_snapshot*, uint64_t, char*, size_t);
+  int (*stats)(const roctx_utils_snapshot*, roctx_utils_capture_stats*);
+  static const Api& Get() {
+    static const Api api = [] {
+      Api a{};
+      void* l = Library();
+      a.start = reinterpret_cast<decltype(a.start)>(dlsym(l, "roctx_utils_session_start"));
+      a.stop = reinterpret_cast<decltype(a.stop)>(dlsym(l, "roctx_utils_session_stop"));
+      a.free = reinterpret_cast<decltype(a.free)>(dlsym(l, "roctx_utils_snapshot_free"));
+      a.count = reinterpret_cast<decltype(a.count)>(dlsym(l, "roctx_utils_snapshot_event_count"));
+      a.event = reinterpret_cast<decltype(a.event)>(dlsym(l, "roctx_utils_snapshot_event"));
+      a.thread_name = reinterpret_cast<decltype(a.thread_name)>(dlsym(l, "roctx_utils_snapshot_thread_name"));
+      a.stats = reinterpret_cast<decltype(a.stats)>(dlsym(l, "roctx_utils_snapshot_stats"));
+      return a;
+    }();
+    return api;
+  }
+};
+
+struct Ev {
+  uint32_t kind, depth;
+  uint64_t tid, end_tid;
+  std::string label;
+};
+
+struct Captured {
+  std::vector<Ev> events;
+  roctx_utils_capture_stats stats{sizeof(roctx_utils_capture_stats)};
+  std::string thread_name;
+  std::vector<std::string> Labels() const {
+    std::vector<std::string> out;
+    for (const Ev& e : events) out.push_back(e.label);
+    return out;
+  }
+};
+
+void Start() {
+  roctx_utils_session_options o{};
+  o.struct_size = sizeof(o);
+  o.mode = ROCTX_UTILS_CAPTURE_IN_PROCESS;
+  ASSERT_EQ(Api::Get().start(&o), ROCTX_UTILS_OK);
+}
+
+Captured Stop(uint64_t named_tid = 0) {
+  const Api& a = Api::Get();
+  Captured c;
+  roctx_utils_snapshot* s = nullptr;
+  EXPECT_EQ(a.stop(&s), ROCTX_UTILS_OK);
+  if (s == nullptr) return c;
+  for (size_t i = 0; i < a.count(s); ++i) {
+    roctx_utils_event e{sizeof(roctx_utils_event)};
+    a.event(s, i, &e);
+    c.events.push_back({e.kind, e.depth, e.tid, e.end_tid, std::string(e.label, e.label_len)});
+  }
+  a.stats(s, &c.stats);
+  char name[256] = {};
+  if (named_tid != 0) a.thread_name(s, named_tid, name, sizeof(name));
+  c.thread_name = name;
+  a.free(s);
+  return c;
+}
+
+uint64_t Tid() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
+
+EventAttributes Attr(int message_type, const void* message) {
+  EventAttributes a{};
+  a.version = 3;
+  a.size = sizeof(a);
+  a.message_type = message_type;
+  a.message = message;
+  return a;
+}
+
+class NvtxInjection : public ::testing::Test {
+ protected:
+  static Client& Xla() {  // one instrumented library, initialized once for the whole binary
+    static Client* c = [] {
+      auto* client = new Client;
+      EXPECT_EQ(Init(*client), 1);
+      return client;
+    }();
+    return *c;
+  }
+  void SetUp() override {
+    ASSERT_NE(Library(), nullptr) << dlerror();
+    ASSERT_NE(Api::Get().start, nullptr);
+    Xla();
+  }
+};
+
+TEST_F(NvtxInjection, InitFillsEveryCoreDomainAndNamingSlotAsCompleteSetsAndSaysItsVersion) {
+  Client& c = Xla();
+  EXPECT_EQ(c.version_set, 3u);
+  for (int i = kMarkEx; i <= kRangePop; ++i) EXPECT_NE(c.core[i], nullptr) << "core slot " << i;
+  EXPECT_NE(c.core[kNameOsThreadA], nullptr);
+  EXPECT_NE(c.core[kNameOsThreadW], nullptr);
+  for (int i : {kDomainMarkEx, kDomainRangeStartEx, kDomainRangeEnd, kDomainRangePushEx, kDomainRangePop,
+                kDomainRegisterStringA, kDomainRegisterStringW, kDomainCreateA, kDomainCreateW, kDomainDestroy}) {
+    EXPECT_NE(c.core2[i], nullptr) << "core2 slot " << i;
+  }
+  for (int i : {1, 2, 5, 6}) EXPECT_NE(c.cuda[i], nullptr) << "cuda slot " << i;
+  for (int i : {1, 2, 3, 4}) EXPECT_NE(c.cudart[i], nullptr) << "cudart slot " << i;
+  EXPECT_EQ(c.core[0], nullptr);
+  EXPECT_EQ(c.core[kCoreSize], nullptr) << "the sentinel past the table is never written";
+  for (Fn f : c.sync) EXPECT_EQ(f, nullptr) << "no sync-module slots";
+}
+
+// PyTorch: torch.cuda.nvtx.range_push/pop/mark/range_start/range_end, default domain, ASCII.
+TEST_F(NvtxInjection, DefaultDomainRangesMarksAndStartEndRangesAreRecordedWithNvtxLevels) {
+  Client& c = Xla();
+  Start();
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  EXPECT_EQ(push("outer"), 0);
+  EXPECT_EQ(push("inner"), 1);
+  c.get<void (*)(const char*)>(c.core, kMarkA)("tick");
+  EXPECT_EQ(pop(), 1);
+  EXPECT_EQ(pop(), 0);
+  EXPECT_EQ(pop(), -1) << "nothing open: an error, and nothing recorded";
+  const uint64_t id = c.get<uint64_t (*)(const char*)>(c.core, kRangeStartA)("prefetch");
+  EXPECT_NE(id, 0u);
+  std::thread([&] { c.get<void (*)(uint64_t)>(c.core, kRangeEnd)(id); }).join();
+  const Captured r = Stop();
+  EXPECT_EQ(r.Labels(), (std::vector<std::string>{"outer", "inner", "tick", "prefetch"}));
+  EXPECT_EQ(r.events[1].depth, 1u);
+  EXPECT_EQ(r.events[2].kind, ROCTX_UTILS_EVENT_MARK);
+  EXPECT_EQ(r.events[3].kind, ROCTX_UTILS_EVENT_PROCESS_RANGE);
+  EXPECT_NE(r.events[3].end_tid, r.events[3].tid) << "ended on another thread";
+  EXPECT_EQ(r.stats.unmatched_pops, 0u);
+}
+
+// XLA: nvtxDomainCreateA("TSL"), registered titles through DomainRangePushEx (payload EXT),
+// ASCII titles for compile ranges; TSL labels keep their own text, other domains are named.
+TEST_F(NvtxInjection, XlaDomainRangesWithRegisteredAndAsciiTitlesAndNamedDomains) {
+  Client& c = Xla();
+  auto create = c.get<void* (*)(const char*)>(c.core2, kDomainCreateA);
+  auto reg = c.get<void* (*)(void*, const char*)>(c.core2, kDomainRegisterStringA);
+  auto push = c.get<int (*)(void*, const EventAttributes*)>(c.core2, kDomainRangePushEx);
+  auto pop = c.get<int (*)(void*)>(c.core2, kDomainRangePop);
+  void* tsl = create("TSL");
+  void* mine = create("my_lib");
+  ASSERT_NE(tsl, nullptr) << "a null domain would turn XLA's NVTX path off for good";
+  ASSERT_NE(mine, nullptr);
+  EXPECT_NE(tsl, mine);
+  void* module = reg(tsl, "XlaModule:#hlo_module=jit_f,program_id=1#");
+  void* thunk = reg(tsl, "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#");
+  EXPECT_EQ(reg(tsl, "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#"), thunk) << "same text, same handle";
+  Start();
+  EventAttributes m = Attr(3, module);
+  m.payload_type = static_cast<int32_t>(0xDFBD0009);  // NVTX_PAYLOAD_TYPE_EXT: ignored safely
+  m.reserved0 = 1;
+  m.payload = 0x10;  // a bogus payload address: never read
+  EXPECT_EQ(push(tsl, &m), 0);
+  EventAttributes t = Attr(3, thunk);
+  EXPECT_EQ(push(tsl, &t), 1);
+  EventAttributes lib = Attr(1, "load");
+  EXPECT_EQ(push(mine, &lib), 0) << "levels are per domain";
+  EXPECT_EQ(pop(mine), 0);
+  EXPECT_EQ(pop(tsl), 1);
+  EventAttributes compile = Attr(1, "XlaCompile:#module=jit_f#");
+  c.get<void (*)(void*, const EventAttributes*)>(c.core2, kDomainMarkEx)(tsl, &compile);
+  EXPECT_EQ(pop(tsl), 0);
+  const Captured r = Stop();
+  EXPECT_EQ(r.Labels(), (std::vector<std::string>{"XlaModule:#hlo_module=jit_f,program_id=1#",
+                                                  "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#",
+                                                  "my_lib: load", "XlaCompile:#module=jit_f#"}));
+}
+
+TEST_F(NvtxInjection, WideAndExMessagesAndBadAttributesNeverCrashOrDriftTheDepth) {
+  Client& c = Xla();
+  Start();
+  const wchar_t* wide = L"Grüße";
+  EXPECT_EQ(c.get<int (*)(const wchar_t*)>(c.core, kRangePushW)(wide), 0);
+  EventAttributes ex = Attr(1, "ex");
+  EXPECT_EQ(c.get<int (*)(const EventAttributes*)>(c.core, kRangePushEx)(&ex), 1);
+  EventAttributes short_attr = Attr(1, "never read");
+  short_attr.size = 40;  // does not cover `message`: no label, the range still counts
+  EXPECT_EQ(c.get<int (*)(const EventAttributes*)>(c.core, kRangePushEx)(&short_attr), 2);
+  EventAttributes unknown = Attr(99, "x");
+  c.get<void (*)(const EventAttributes*)>(c.core, kMarkEx)(&unknown);
+  c.get<void (*)(const EventAttributes*)>(c.core, kMarkEx)(nullptr);
+  c.get<void (*)(const char*)>(c.core, kMarkA)(nullptr);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  EXPECT_EQ(pop(), 2);
+  EXPECT_EQ(pop(), 1);
+  EXPECT_EQ(pop(), 0);
+  std::string huge(100000, 'x');
+  EXPECT_EQ(c.get<int (*)(const char*)>(c.core, kRangePushA)(huge.c_str()), 0);
+  EXPECT_EQ(pop(), 0);
+  const Captured r = Stop();
+  EXPECT_EQ(r.Labels(), (std::vector<std::string>{"Grüße", "ex", std::string(4096, 'x')}));
+  EXPECT_EQ(r.stats.dropped_empty_label, 4u) << "the short attributes' range and three empty marks";
+  EXPECT_EQ(r.stats.unmatched_pops, 0u) << "the empty range's pop closes it: the stack stays balanced";
+}
+
+TEST_F(NvtxInjection, ThreadNamesReachTheSnapshotAndDeviceAndStreamNamesAreAccepted) {
+  Client& c = Xla();
+  Start();
+  const uint64_t tid = Tid();
+  c.get<void (*)(uint32_t, const char*)>(c.core, kNameOsThreadA)(static_cast<uint32_t>(tid), "XlaLauncher:#global=0#");
+  c.get<void (*)(int, const char*)>(c.cudart, 1)(0, "Xla:#global=0,local=0#");
+  int stream = 0;
+  c.get<void (*)(void*, const char*)>(c.cuda, 5)(&stream, "Compute");
+  c.get<void (*)(void*, const char*)>(c.cuda, 5)(nullptr, nullptr);
+  c.get<int (*)(const char*)>(c.core, kRangePushA)("named");
+  c.get<int (*)()>(c.core, kRangePop)();
+  const Captured r = Stop(tid);
+  EXPECT_EQ(r.thread_name, "XlaLauncher:#global=0#");
+}
+
+// Several instrumented libraries (PyTorch has two): each calls init with its own tables; all
+// are filled, and they share one pipeline.
+TEST_F(NvtxInjection, EveryClientLibraryIsInitializedAndTheyShareOneSession) {
+  Client second;
+  ASSERT_EQ(Init(second), 1);
+  Client& first = Xla();
+  Start();
+  first.get<int (*)(const char*)>(first.core, kRangePushA)("from libtorch_python");
+  second.get<int (*)(const char*)>(second.core, kRangePushA)("from libtorch_cuda");
+  EXPECT_EQ(second.get<int (*)()>(second.core, kRangePop)(), 1) << "one thread, one stack";
+  EXPECT_EQ(first.get<int (*)()>(first.core, kRangePop)(), 0);
+  const Captured r = Stop();
+  EXPECT_EQ(r.Labels(), (std::vector<std::string>{"from libtorch_python", "from libtorch_cuda"}));
+}
+
+TEST_F(NvtxInjection, AnOlderClientsShorterTablesAreNeverWrittenPastTheirEnd) {
+  Client old;
+  old.core_size = 12;  // up to RangePop only
+  old.core2_size = 6;
+  for (unsigned i = old.core_size; i <= kCoreSize; ++i) old.core_t[i] = nullptr;
+  for (unsigned i = old.core2_size; i <= kCore2Size; ++i) old.core2_t[i] = nullptr;
+  ASSERT_EQ(Init(old), 1);
+  EXPECT_NE(old.core[kRangePop], nullptr);
+  for (unsigned i = old.core_size; i <= kCoreSize; ++i) EXPECT_EQ(old.core[i], nullptr) << i;
+  for (unsigned i = old.core2_size; i <= kCore2Size; ++i) EXPECT_EQ(old.core2[i], nullptr) << i;
+}
+
+TEST_F(NvtxInjection, AClientWithoutACallbackTableIsRefusedAndNothingIsWritten) {
+  Client none;
+  none.give_callbacks = false;
+  EXPECT_EQ(Init(none), 0);
+  Client tiny;
+  tiny.callbacks_size = 8;  // does not cover GetModuleFunctionTable
+  EXPECT_EQ(Init(tiny), 0);
+  for (Fn f : tiny.core) EXPECT_EQ(f, nullptr);
+  auto init = reinterpret_cast<InitFn>(dlsym(Library(), "InitializeInjectionNvtx2"));
+  EXPECT_EQ(init(nullptr), 0);
+}
+
+TEST_F(NvtxInjection, OnlyTheEntryPointAndTheCApiAreExported) {
+  EXPECT_NE(dlsym(Library(), "InitializeInjectionNvtx2"), nullptr);
+  EXPECT_NE(dlsym(Library(), "roctx_utils_session_start"), nullptr);
+  EXPECT_EQ(dlsym(Library(), "_ZN3tsl8profiler15AnnotationStack10PushAnnotationESt17basic_string_viewIcSt11char_traitsIcEE"), nullptr);
+  EXPECT_EQ(dlsym(Library(), "ggml_cuda_roofline_init"), nullptr);
+  EXPECT_EQ(dlsym(Library(), "rust_eh_personality"), nullptr);
+}
+
+}  // namespace

@@ -1,0 +1,228 @@
+//! NVTX3 calls as a source (nvidia_sources.md A): what the injection's slots do once `abi::nvtx`
+//! has decoded their arguments. Ranges, marks and start/end ranges are recorded through the
+//! runtime's sink, as roctx ranges are; thread names go to the collector; domains and
+//! registered strings get process-lifetime handles.
+//!
+//! - **Domains** are leaked boxes holding the name; the handle is the box's address. Domain
+//!   ranges carry the domain's name into their label as `<domain>: <message>` unless the domain
+//!   is XLA's `TSL` (whose titles already say what they are) or the default (null) domain.
+//! - **Registered strings** are RegisterString's pool handles (`intern::register`): pointers to
+//!   NUL-terminated copies that live for the process, so `abi::nvtx` reads a registered message
+//!   like any C string the client passes. Messages arrive here decoded, as bytes.
+//! - **Push/pop levels** are per thread and per domain, as NVTX defines them: push returns the
+//!   0-based level of the range it opens, pop the level of the range it closes, -1 when the
+//!   domain has nothing open on the thread (then nothing is recorded either).
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use roctx_sys::nvtx;
+
+use super::intern;
+use crate::runtime;
+
+/// A domain the client created; lives for the process.
+#[derive(Debug)]
+pub struct Domain {
+    name: Box<[u8]>,
+    /// Whether labels carry the name (not for XLA's `TSL`).
+    prefix: bool,
+}
+
+/// XLA's domain (`DefaultProfilerDomain`): its titles are self-describing.
+const XLA_DOMAIN: &[u8] = b"TSL";
+/// Longest label built here (domain prefix + message), like RegisterString's cut.
+const MAX_LABEL: usize = intern::MAX_STRING_BYTES;
+
+static DOMAINS: AtomicU64 = AtomicU64::new(0);
+
+/// `nvtxDomainCreateA/W`: a new handle for `name` (a domain is never refused: a null return
+/// tells XLA to disable its NVTX path for good).
+pub fn domain_create(name: &[u8]) -> *mut c_void {
+    let name: Box<[u8]> = name.iter().copied().take(256).collect();
+    let prefix = !name.is_empty() && &*name != XLA_DOMAIN;
+    DOMAINS.fetch_add(1, Ordering::Relaxed);
+    Box::into_raw(Box::new(Domain { name, prefix })).cast()
+}
+
+/// Domains created so far.
+pub fn domains_created() -> u64 {
+    DOMAINS.load(Ordering::Relaxed)
+}
+
+/// `nvtxDomainRegisterStringA/W`: a process-lifetime handle for `text`.
+pub fn register_string(text: &[u8]) -> *mut c_void {
+    intern::register(text).cast_mut().cast()
+}
+
+impl Domain {
+    /// What this domain's labels start with (`<name>: `), if anything.
+    pub fn prefix(&self) -> Option<&[u8]> {
+        self.prefix.then_some(&*self.name)
+    }
+}
+
+thread_local! {
+    /// Open ranges per domain on this thread: (domain address, level count).
+    static LEVELS: RefCell<Vec<(usize, c_int)>> = const { RefCell::new(Vec::new()) };
+    /// Reused buffer for prefixed labels.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `text` as a label: `<prefix>: <text>` when the domain has a prefix, cut to
+/// [`MAX_LABEL`] bytes.
+fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let Some(prefix) = prefix else { return f(&text[..text.len().min(MAX_LABEL)]) };
+    let built = SCRATCH.try_with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
+        s.clear();
+        s.extend_from_slice(prefix);
+        s.extend_from_slice(b": ");
+        let room = MAX_LABEL.saturating_sub(s.len());
+        s.extend_from_slice(&text[..text.len().min(room)]);
+        Some(std::mem::take(&mut *s))
+    });
+    match built {
+        Ok(Some(label)) => {
+            let out = f(&label);
+            let _ = SCRATCH.try_with(|s| {
+                if let Ok(mut s) = s.try_borrow_mut() {
+                    *s = label;
+                }
+            });
+            out
+        }
+        // Re-entered from inside `f`, or during thread exit: no scratch, no prefix.
+        _ => f(&text[..text.len().min(MAX_LABEL)]),
+    }
+}
+
+/// `nvtxDomainRangePushEx` (`domain` 0: the default domain, `nvtxRangePush*`). Returns the
+/// 0-based level on this thread in this domain.
+pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
+    runtime::get(); // may start the automatic session, which must see this range
+    let level = LEVELS
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            match l.iter_mut().find(|(d, _)| *d == domain) {
+                Some((_, n)) => {
+                    *n = n.saturating_add(1);
+                    *n - 1
+                }
+                None => {
+                    l.push((domain, 1));
+                    0
+                }
+            }
+        })
+        .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    if let Some(sink) = runtime::sink() {
+        with_label(prefix, text, |label| sink.push(label));
+    }
+    level
+}
+
+/// `nvtxDomainRangePop` (`domain` 0: `nvtxRangePop`). Returns the level closed, -1 if the
+/// domain had no range open on this thread (then nothing is recorded).
+pub fn range_pop(domain: usize) -> c_int {
+    let level = LEVELS
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            match l.iter_mut().find(|(d, _)| *d == domain) {
+                Some((_, n)) if *n > 0 => {
+                    *n -= 1;
+                    *n
+                }
+                _ => -1,
+            }
+        })
+        .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    if level >= 0 {
+        if let Some(sink) = runtime::sink() {
+            sink.pop();
+        }
+    }
+    level
+}
+
+/// `nvtxDomainMarkEx` / `nvtxMark*`.
+pub fn mark(prefix: Option<&[u8]>, text: &[u8]) {
+    runtime::get();
+    if let Some(sink) = runtime::sink() {
+        with_label(prefix, text, |label| sink.mark(label));
+    }
+}
+
+/// `nvtxDomainRangeStartEx` / `nvtxRangeStart*`. Returns a non-zero id.
+pub fn range_start(prefix: Option<&[u8]>, text: &[u8]) -> u64 {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    runtime::get();
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    if let Some(sink) = runtime::sink() {
+        with_label(prefix, text, |label| sink.range_start(id, label));
+    }
+    id
+}
+
+/// `nvtxDomainRangeEnd` / `nvtxRangeEnd`, from any thread.
+pub fn range_end(id: u64) {
+    if id == 0 {
+        return;
+    }
+    if let Some(sink) = runtime::sink() {
+        sink.range_stop(id);
+    }
+}
+
+/// `nvtxNameOsThreadA/W`: names the OS thread `tid` (a `gettid` value) for export.
+pub fn name_os_thread(tid: u32, name: &[u8]) {
+    runtime::name_thread(u64::from(tid), name);
+}
+
+/// Names given to CUDA devices and streams (`nvtxNameCudaDevice*`, `nvtxNameCuStream*`, ...),
+/// for the rows of the GPU they name. Rare calls: one lock.
+#[derive(Debug, Default)]
+pub struct GpuNames {
+    /// Device ordinal -> name.
+    pub devices: BTreeMap<i32, String>,
+    /// Stream handle -> name.
+    pub streams: HashMap<usize, String>,
+}
+
+/// Most stream names kept (XLA names about two dozen per device).
+const MAX_STREAM_NAMES: usize = 1 << 16;
+
+static GPU_NAMES: Mutex<Option<GpuNames>> = Mutex::new(None);
+
+fn with_gpu_names<R>(f: impl FnOnce(&mut GpuNames) -> R) -> R {
+    f(GPU_NAMES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(GpuNames::default))
+}
+
+/// `nvtxNameCudaDeviceA/W`, `nvtxNameCuDeviceA/W`.
+pub fn name_device(device: c_int, name: &[u8]) {
+    let name = String::from_utf8_lossy(name).into_owned();
+    with_gpu_names(|n| n.devices.insert(device, name));
+}
+
+/// `nvtxNameCudaStreamA/W`, `nvtxNameCuStreamA/W` (a later name replaces an earlier one).
+pub fn name_stream(stream: usize, name: &[u8]) {
+    let name = String::from_utf8_lossy(name).into_owned();
+    with_gpu_names(|n| {
+        if n.streams.len() < MAX_STREAM_NAMES || n.streams.contains_key(&stream) {
+            n.streams.insert(stream, name);
+        }
+    });
+}
+
+/// The device name given to ordinal `device`, if any.
+pub fn device_name(device: i32) -> Option<String> {
+    with_gpu_names(|n| n.devices.get(&device).cloned())
+}
+
+/// The name given to stream handle `stream`, if any.
+pub fn stream_name(stream: usize) -> Option<String> {
+    with_gpu_names(|n| n.streams.get(&stream).cloned())
+}
