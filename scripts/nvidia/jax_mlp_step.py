@@ -29,15 +29,30 @@ def step(params, x, y):
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    """Usage: jax_mlp_step.py [STEPS] [--trace DIR]. Two warm-up steps (compilation, autotuning)
+    come first; with --trace, the measured steps run inside jax.profiler.trace(DIR) (the XProf
+    reference: run it without the NVTX injection)."""
+    args = sys.argv[1:]
+    trace = None
+    if "--trace" in args:
+        trace = args[args.index("--trace") + 1]
+        del args[args.index("--trace"):args.index("--trace") + 2]
+    steps = int(args[0]) if args else 5
     key = jax.random.PRNGKey(0)
     params = init(key, [1024, 4096, 4096, 1024])
     x = jax.random.normal(key, (512, 1024))
     y = jax.random.normal(key, (512, 1024))
+    for _ in range(2):
+        params = step(params, x, y)
+    jax.block_until_ready(params)
+    if trace:
+        jax.profiler.start_trace(trace)
     for _ in range(steps):
         params = step(params, x, y)
     jax.block_until_ready(params)
-    print("jax: %d steps on %s" % (steps, jax.devices()[0]))
+    if trace:
+        jax.profiler.stop_trace()
+    print("jax: %d measured steps on %s" % (steps, jax.devices()[0]))
 
 
 if __name__ == "__main__":
