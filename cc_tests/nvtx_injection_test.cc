@@ -9,6 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -395,6 +399,71 @@ TEST_F(NvtxInjection, AClientWithoutACallbackTableIsRefusedAndNothingIsWritten) 
   for (Fn f : tiny.core) EXPECT_EQ(f, nullptr);
   auto init = reinterpret_cast<InitFn>(dlsym(Library(), "InitializeInjectionNvtx2"));
   EXPECT_EQ(init(nullptr), 0);
+}
+
+uint64_t BoottimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// NVIDIA kernels through CUPTI (the fake, CUDA 13.0 layouts): the injection started CUPTI at
+// its first call (activity API only, the four kinds), keeps one CUSTOM2 entry per thread, and
+// each kernel lands on /device:GPU:0 under the innermost NVTX range open at its launch.
+TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr) << "the injection did not load CUPTI";
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto depth = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_depth"));
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  ASSERT_TRUE(enabled && depth && launch);
+  for (int kind : {10, 39, 5, 4}) EXPECT_EQ(enabled(kind), 1) << "activity kind " << kind;
+  auto create = c.get<void* (*)(const char*)>(c.core2, kDomainCreateA);
+  auto reg = c.get<void* (*)(void*, const char*)>(c.core2, kDomainRegisterStringA);
+  auto push = c.get<int (*)(void*, const EventAttributes*)>(c.core2, kDomainRangePushEx);
+  auto pop = c.get<int (*)(void*)>(c.core2, kDomainRangePop);
+  void* tsl = create("TSL");
+  EventAttributes module = Attr(3, reg(tsl, "XlaModule:#hlo_module=jit_step,program_id=3#"));
+  EventAttributes thunk = Attr(3, reg(tsl, "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#"));
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  push(tsl, &module);
+  push(tsl, &thunk);
+  launch("loop_fusion_3", t0 + 1000, t0 + 51000, 0, 7, 256, 128);
+  EXPECT_EQ(depth(5), 1) << "one CUSTOM2 entry of ours per thread, replaced, never stacked";
+  pop(tsl);
+  launch("_Z9after_allPf", t0 + 60000, t0 + 70000, 0, 9, 1, 32);
+  pop(tsl);
+  launch("outside", t0 + 80000, t0 + 90000, 0, 7, 1, 32);
+  usleep(500);
+  const Api& a = Api::Get();
+  roctx_utils_snapshot* s = nullptr;
+  ASSERT_EQ(a.stop(&s), ROCTX_UTILS_OK);
+  auto write_chrome = reinterpret_cast<int (*)(const roctx_utils_snapshot*, const char*)>(
+      dlsym(Library(), "roctx_utils_snapshot_write_chrome"));
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/cupti.json";
+  ASSERT_EQ(write_chrome(s, path.c_str()), ROCTX_UTILS_OK);
+  a.free(s);
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string json = buf.str();
+  EXPECT_NE(json.find("/device:GPU:0"), std::string::npos) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"loop_fusion_3\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"after_all(float*)\""), 1u) << "names are demangled\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#\""), 2u)
+      << "the thunk's own event and its kernel\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"XlaModule:#hlo_module=jit_step,program_id=3#\""), 2u) << json;
+  EXPECT_NE(json.find("grid:256,1,1 block:128,1,1"), std::string::npos) << json;
+  EXPECT_EQ(Count(json, "\"ph\":\"s\""), 2u) << "an arrow per kernel launched inside a range\n" << json;
 }
 
 TEST_F(NvtxInjection, OnlyTheEntryPointAndTheCApiAreExported) {

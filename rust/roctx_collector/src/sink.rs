@@ -6,10 +6,12 @@
 /// Receives the calling thread's ranges and marks. Implementations timestamp and attribute the
 /// event themselves (the calling thread, now), so instrumentation carries no clock.
 pub trait Sink: Sync {
-    /// A range named `label` opens on the calling thread (`roctxRangePushA`).
-    fn push(&self, label: &[u8]);
-    /// The calling thread's innermost range closes (`roctxRangePop`).
-    fn pop(&self);
+    /// A range named `label` opens on the calling thread (`roctxRangePushA`). Returns its push
+    /// number on the thread ([`crate::Event::seq`]), what kernels launched inside it carry.
+    fn push(&self, label: &[u8]) -> u32;
+    /// The calling thread's innermost range closes (`roctxRangePop`). Returns the push number of
+    /// the range now innermost (0: none).
+    fn pop(&self) -> u32;
     /// An instant named `label` (`roctxMarkA`).
     fn mark(&self, label: &[u8]);
     /// A range `id` named `label` opens and may close on another thread (`roctxRangeStartA`).
@@ -29,13 +31,13 @@ pub static IN_PROCESS: InProcess = InProcess;
 // measured 32 more instructions per captured pair than the inlined path (BENCHMARKS.md).
 impl Sink for InProcess {
     #[inline]
-    fn push(&self, label: &[u8]) {
-        crate::push(label, crate::now_ns(), crate::current_tid());
+    fn push(&self, label: &[u8]) -> u32 {
+        crate::push(label, crate::now_ns(), crate::current_tid())
     }
 
     #[inline]
-    fn pop(&self) {
-        crate::pop(crate::now_ns(), crate::current_tid());
+    fn pop(&self) -> u32 {
+        crate::pop(crate::now_ns(), crate::current_tid())
     }
 
     #[inline]

@@ -104,6 +104,8 @@ pub const STRING_POOL_BYTES: &str = "ROCTX_UTILS_STRING_POOL_BYTES";
 pub const CAPTURE: &str = "ROCTX_UTILS_CAPTURE";
 /// `ROCTX_UTILS_ROCPROFILER_LIBRARY`.
 pub const ROCPROFILER_LIBRARY: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
+/// `ROCTX_UTILS_CUPTI_LIBRARY`.
+pub const CUPTI_LIBRARY: &str = "ROCTX_UTILS_CUPTI_LIBRARY";
 /// `ROCTX_UTILS_XSPACE_OUT`.
 pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
 /// `ROCTX_UTILS_LOG`.
@@ -129,7 +131,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 16] = [
+pub const VARS: [Var; 17] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -171,6 +173,13 @@ pub const VARS: [Var; 16] = [
         when: When::FirstCall,
         default: "none",
         meaning: "rocprofiler-sdk library to try first for tool mode",
+    },
+    Var {
+        name: CUPTI_LIBRARY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "NVIDIA: the libcupti to load for kernel rows when the process has none loaded yet (one already loaded is always reused)",
     },
     Var {
         name: XSPACE_OUT,
@@ -299,6 +308,8 @@ pub struct Config {
     pub capture: CaptureRequest,
     /// `ROCTX_UTILS_ROCPROFILER_LIBRARY`, when set and non-empty.
     pub rocprofiler_library: Option<OsString>,
+    /// `ROCTX_UTILS_CUPTI_LIBRARY`, when set and non-empty.
+    pub cupti_library: Option<OsString>,
     /// `ROCTX_UTILS_XSPACE_OUT`, when set and non-empty.
     pub xspace_out: Option<PathBuf>,
     /// `ROCTX_UTILS_LOG`.
@@ -377,6 +388,7 @@ impl Config {
             string_pool_bytes,
             capture,
             rocprofiler_library: non_empty(ROCPROFILER_LIBRARY),
+            cupti_library: non_empty(CUPTI_LIBRARY),
             xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
             log,
             kernels,
@@ -467,6 +479,7 @@ mod tests {
                 string_pool_bytes: 64 << 20,
                 capture: CaptureRequest::Auto,
                 rocprofiler_library: None,
+                cupti_library: None,
                 xspace_out: None,
                 log: LogLevel::Warn,
                 kernels: true,

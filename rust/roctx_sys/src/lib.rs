@@ -8,6 +8,7 @@ library to try, when, and what to tell the user about it is decided above (`roct
 - [`rocprofiler`]: rocprofiler-sdk's records as `#[repr(C)]` layouts per ABI generation (size and
   offset asserts from the spec tables), decoding, and the tool API's function table;
 - [`ggml`]: the host's `ggml_tensor` layout and ggml functions, for the llama.cpp drop-in;
+- [`cupti`]: CUPTI's activity API and kernel/correlation records (NVIDIA kernels);
 - [`nvtx`]: NVTX3's injection interface (export tables, callback slots, event attributes);
 - [`os`]: the clock (`CLOCK_BOOTTIME`, the clock of rocprofiler-sdk's records), `gettid`, the host
   name, `atexit`;
@@ -23,6 +24,7 @@ The host's AnnotationStack, the other outbound call, is a cxx bridge and lives i
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
 
 mod ctext;
+pub mod cupti;
 pub mod ggml;
 mod guard;
 pub mod nvtx;

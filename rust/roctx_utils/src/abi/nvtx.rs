@@ -62,6 +62,7 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: Option<GetEx
             unsafe { install(get_module, module, &handlers) };
         }
         INITIALIZED.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::note_nvtx_client();
         1
     })
 }

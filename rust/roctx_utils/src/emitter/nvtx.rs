@@ -120,7 +120,8 @@ pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
         })
         .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if let Some(sink) = runtime::sink() {
-        with_label(prefix, text, |label| sink.push(label));
+        let seq = with_label(prefix, text, |label| sink.push(label));
+        runtime::range_changed(seq);
     }
     level
 }
@@ -142,7 +143,7 @@ pub fn range_pop(domain: usize) -> c_int {
         .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if level >= 0 {
         if let Some(sink) = runtime::sink() {
-            sink.pop();
+            runtime::range_changed(sink.pop());
         }
     }
     level

@@ -36,8 +36,12 @@ static BUFFER: AtomicU64 = AtomicU64::new(0);
 /// 0: not set up, 1: tracing, 2: unavailable.
 static STATE: AtomicU8 = AtomicU8::new(0);
 
-/// Whether kernel dispatches are being traced.
+/// Whether kernel dispatches are being traced, by rocprofiler-sdk or (NVIDIA) by CUPTI.
 pub fn active() -> bool {
+    sdk_active() || super::cupti::active()
+}
+
+fn sdk_active() -> bool {
     STATE.load(Ordering::Acquire) == 1
 }
 
@@ -98,10 +102,12 @@ fn check(api: &SdkApi, what: &str, status: rocprofiler::Status) -> Result<(), St
     if status == 0 { Ok(()) } else { Err(format!("{what} returned {}", api.status_name(status))) }
 }
 
-/// Delivers every dispatch the SDK holds now (it does not flush by itself). Synchronous.
+/// Delivers every dispatch the SDK (or CUPTI) holds now (neither flushes by itself).
+/// Synchronous.
 pub fn flush() {
+    super::cupti::flush();
     let Some(k) = KERNEL_API.get() else { return };
-    if !active() {
+    if !sdk_active() {
         return;
     }
     // SAFETY: our buffer.
@@ -118,6 +124,9 @@ thread_local! {
 
 /// The calling thread's current op invocation and innermost range instance.
 pub fn current_scope() -> (u32, u32) {
+    if !sdk_active() && super::cupti::active() {
+        return super::cupti::current_scope();
+    }
     SCOPE.try_with(|s| {
         let (_, i, r) = s.get();
         (i, r)
@@ -129,7 +138,10 @@ pub fn current_scope() -> (u32, u32) {
 /// thread's previous entry, if any, and pushes the new one (one entry of ours per thread, the
 /// llama.cpp hygiene). Returns false if the SDK refused (then dispatches keep the old value).
 pub fn set_scope(invocation: u32, range: u32) -> bool {
-    let (Some(k), true) = (KERNEL_API.get(), active()) else { return false };
+    if !sdk_active() {
+        return super::cupti::set_scope(invocation, range);
+    }
+    let Some(k) = KERNEL_API.get() else { return false };
     let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
     if pushed && (old_i, old_r) == (invocation, range) {
         return true;

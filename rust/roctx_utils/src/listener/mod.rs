@@ -13,6 +13,7 @@
 //! or of an unknown version; starting and stopping the SDK context with the collector's session.
 //! Never formats or exports anything, and never decides when sessions happen (the runtime does).
 
+pub mod cupti;
 pub mod kernels;
 pub mod tool;
 

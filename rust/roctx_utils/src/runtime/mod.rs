@@ -89,11 +89,39 @@ fn start() -> &'static Runtime {
         if tool_mode_wanted(config) {
             listener::prepare_tool(); // 2.
         }
+        nvidia_kernels(config); // 2b.
         let runtime = Runtime { roctx: roctx::bind(config) }; // 3.
         auto_session(config, runtime.roctx_flavor()); // 4.
         roofline_at_exit(config);
         runtime
     })
+}
+
+/// Set by the NVTX injection's init: this is an NVIDIA process.
+static NVTX_CLIENT: AtomicBool = AtomicBool::new(false);
+
+/// The NVTX3 injection was initialized by a client library: at start-up, kernels are traced
+/// with CUPTI. Only records the fact (the loader's init lock is held).
+pub fn note_nvtx_client() {
+    NVTX_CLIENT.store(true, Ordering::Release);
+}
+
+/// Step 2b: on NVIDIA (the NVTX injection is in use, a libcupti is already loaded, or a
+/// roofline report is wanted and rocprofiler-sdk is not there), kernels come from CUPTI.
+fn nvidia_kernels(config: &Config) {
+    if !config.kernels && config.roofline_out.is_none() || listener::kernels::active() {
+        return;
+    }
+    if NVTX_CLIENT.load(Ordering::Acquire) || config.roofline_out.is_some() || listener::cupti::loaded_in_process() {
+        listener::cupti::start();
+    }
+}
+
+/// The calling thread's innermost range changed to push number `seq`: kernels it launches
+/// next carry it (a no-op unless kernels are traced).
+#[inline]
+pub fn range_changed(seq: u32) {
+    listener::kernels::range_changed(seq);
 }
 
 fn tool_mode_wanted(config: &Config) -> bool {

@@ -1,0 +1,232 @@
+// A test double of libcupti's activity API (nvidia_sources.md C), with CUPTI 13.0's record
+// layouts: CUpti_ActivityKernel10 (216 bytes; the 208-byte prefix shared with Kernel9/13),
+// CUpti_ActivityExternalCorrelation (24), CUpti_ActivityAPI (40). Records are written into the
+// client's requested buffers in CUPTI's order (external correlation, then the API record, then
+// the kernel) and handed back by cuptiActivityFlushAll, on the calling thread.
+//
+// Hooks for tests: fake_cupti_launch() launches a "kernel" from the calling thread (its API
+// record carries that thread's id, and one external-correlation record per kind whose stack on
+// this thread is not empty, with the innermost id); fake_cupti_enabled(kind); fake_cupti_depth.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+struct Kernel10 {
+  uint32_t kind;
+  uint8_t cache_config, shared_memory_config;
+  uint16_t registers_per_thread;
+  uint32_t partitioned_requested, partitioned_executed;
+  uint64_t start, end, completed;
+  uint32_t device_id, context_id, stream_id;
+  int32_t grid[3], block[3];
+  int32_t static_shared, dynamic_shared;
+  uint32_t local_per_thread, local_total, correlation_id;
+  int64_t grid_id;
+  const char* name;
+  uint64_t reserved0, queued, submitted;
+  uint8_t launch_type, carveout_requested_flag, carveout_requested, padding;
+  uint32_t shared_executed;
+  uint64_t graph_node_id;
+  uint32_t shmem_limit_config, graph_id;
+  void* access_policy_window;
+  uint32_t channel_id, channel_type;
+  uint32_t cluster[3], cluster_scheduling_policy;
+  uint64_t local_total_v2;
+  uint32_t max_potential_cluster_size, max_active_clusters;
+  uint8_t is_device_launched, padding3[7];
+};
+static_assert(sizeof(Kernel10) == 216, "C.4");
+static_assert(offsetof(Kernel10, correlation_id) == 92, "C.4");
+static_assert(offsetof(Kernel10, name) == 104, "C.4");
+
+struct External {
+  uint32_t kind;
+  int32_t external_kind;
+  uint64_t external_id;
+  uint32_t correlation_id, reserved;
+};
+static_assert(sizeof(External) == 24, "C.5");
+
+struct ApiRecord {
+  uint32_t kind, cbid;
+  uint64_t start, end;
+  uint32_t process_id, thread_id, correlation_id, return_value;
+};
+static_assert(sizeof(ApiRecord) == 40, "C.5");
+
+constexpr uint32_t kRuntime = 5, kKernel = 10, kExternal = 39;
+
+using Requested = void (*)(uint8_t**, size_t*, size_t*);
+using Completed = void (*)(void*, uint32_t, uint8_t*, size_t, size_t);
+
+std::mutex g_mutex;
+Requested g_requested = nullptr;
+Completed g_completed = nullptr;
+std::set<int> g_enabled;
+std::vector<std::vector<uint8_t>> g_pending;  // one entry per record, in order
+uint32_t g_next_correlation = 1;
+std::map<const char*, std::string> g_names;  // stable name storage per kernel
+thread_local std::map<int, std::vector<uint64_t>> t_stacks;
+
+template <typename T>
+void Append(const T& record) {
+  std::vector<uint8_t> bytes(sizeof(T));
+  std::memcpy(bytes.data(), &record, sizeof(T));
+  g_pending.push_back(std::move(bytes));
+}
+
+}  // namespace
+
+FAKE_EXPORT int cuptiGetVersion(uint32_t* v) {
+  if (v == nullptr) return 1;
+  const char* env = std::getenv("FAKE_CUPTI_VERSION");
+  *v = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 130001u;
+  return 0;
+}
+
+FAKE_EXPORT int cuptiGetResultString(int result, const char** out) {
+  if (out == nullptr) return 1;
+  *out = result == 0 ? "CUPTI_SUCCESS" : result == 18 ? "CUPTI_ERROR_QUEUE_EMPTY" : "CUPTI_ERROR_UNKNOWN";
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityRegisterCallbacks(Requested requested, Completed completed) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (requested == nullptr || completed == nullptr) return 1;
+  g_requested = requested;
+  g_completed = completed;
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityRegisterTimestampCallback(uint64_t (*)()) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_enabled.empty() ? 0 : 1;  // only before any kind is enabled
+}
+
+FAKE_EXPORT int cuptiActivityEnable(int kind) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_enabled.insert(kind);
+  return 0;
+}
+
+// Records are variable-length: each is preceded by nothing, so the iteration walks the same
+// sizes it wrote (kind -> size), as CUPTI walks its own layout.
+FAKE_EXPORT int cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, uint8_t** record) {
+  if (buffer == nullptr || record == nullptr) return 1;
+  size_t at = 0;
+  if (*record != nullptr) {
+    uint32_t kind;
+    std::memcpy(&kind, *record, 4);
+    const size_t size = kind == kKernel ? sizeof(Kernel10) : kind == kExternal ? sizeof(External) : sizeof(ApiRecord);
+    at = static_cast<size_t>(*record - buffer) + size;
+  }
+  if (at >= valid) return 12;  // CUPTI_ERROR_MAX_LIMIT_REACHED
+  *record = buffer + at;
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityFlushAll(uint32_t) {
+  std::vector<std::vector<uint8_t>> records;
+  Requested requested;
+  Completed completed;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    records.swap(g_pending);
+    requested = g_requested;
+    completed = g_completed;
+  }
+  if (requested == nullptr || completed == nullptr) return 0;
+  size_t next = 0;
+  while (next < records.size()) {
+    uint8_t* buffer = nullptr;
+    size_t size = 0, max_records = 0;
+    requested(&buffer, &size, &max_records);
+    if (buffer == nullptr) return 0;  // declined: the records are dropped
+    size_t used = 0;
+    while (next < records.size() && used + records[next].size() <= size) {
+      std::memcpy(buffer + used, records[next].data(), records[next].size());
+      used += records[next].size();
+      ++next;
+    }
+    completed(nullptr, 0, buffer, size, used);
+  }
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityGetNumDroppedRecords(void*, uint32_t, size_t* dropped) {
+  if (dropped != nullptr) *dropped = 0;
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
+  t_stacks[kind].push_back(id);
+  return 0;
+}
+
+FAKE_EXPORT int cuptiActivityPopExternalCorrelationId(int kind, uint64_t* last) {
+  auto& stack = t_stacks[kind];
+  if (stack.empty()) return 18;  // CUPTI_ERROR_QUEUE_EMPTY
+  if (last != nullptr) *last = stack.back();
+  stack.pop_back();
+  return 0;
+}
+
+// ---- test hooks ----
+
+FAKE_EXPORT int fake_cupti_enabled(int kind) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_enabled.count(kind) ? 1 : 0;
+}
+
+// Depth of the calling thread's external-correlation stack of `kind`.
+FAKE_EXPORT int fake_cupti_depth(int kind) { return static_cast<int>(t_stacks[kind].size()); }
+
+// A kernel `name` launched now from the calling thread, run on the device from `start` to `end`
+// (ns, the client's clock) on `device`/`stream`, with a grid of grid_x blocks of block_x threads.
+FAKE_EXPORT uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
+                                       int32_t grid_x, int32_t block_x) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const uint32_t correlation = g_next_correlation++;
+  for (auto& [kind, stack] : t_stacks) {
+    if (!stack.empty() && g_enabled.count(kExternal)) {
+      External e{kExternal, kind, stack.back(), correlation, 0};
+      Append(e);
+    }
+  }
+  if (g_enabled.count(kRuntime)) {
+    ApiRecord a{kRuntime, 211, start, start, static_cast<uint32_t>(getpid()),
+                static_cast<uint32_t>(syscall(SYS_gettid)), correlation, 0};
+    Append(a);
+  }
+  if (g_enabled.count(kKernel)) {
+    auto it = g_names.find(name);
+    if (it == g_names.end()) it = g_names.emplace(name, name).first;
+    Kernel10 k{};
+    k.kind = kKernel;
+    k.start = start;
+    k.end = end;
+    k.device_id = device;
+    k.stream_id = stream;
+    k.grid[0] = grid_x;
+    k.grid[1] = k.grid[2] = 1;
+    k.block[0] = block_x;
+    k.block[1] = k.block[2] = 1;
+    k.correlation_id = correlation;
+    k.name = it->second.c_str();
+    Append(k);
+  }
+  return correlation;
+}
