@@ -57,6 +57,31 @@ def reference_ops(path, module):
     return ops
 
 
+def is_kernel(e):
+    """A kernel event (not a memcpy/memset), by XLA's or our kernel stats."""
+    args = e.get("args", {})
+    return "kernel_details" in args and not e["name"].startswith("Memcpy") and not e["name"].startswith("Memset")
+
+
+def our_kernels(path, module):
+    """Our GPU kernel events launched inside a Thunk range, from the first execution of MODULE on."""
+    events = load(path)
+    starts = [e["ts"] for e in events if e["name"].startswith("XlaModule:") and ("hlo_module=%s," % module) in e["name"]]
+    first = min(starts) if starts else float("inf")
+    return [e for e in events if e["_process"].startswith("/device:GPU:") and is_kernel(e)
+            and str(e.get("args", {}).get("nvtx_range", "")).startswith("Thunk:") and e["ts"] >= first]
+
+
+def reference_kernels(path, module):
+    return [e for e in load(path) if e["_process"].startswith("/device:GPU:") and is_kernel(e)
+            and e.get("args", {}).get("hlo_module") == module]
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else 0.0
+
+
 def main():
     ours_path, ref_path, module, warmup, steps = sys.argv[1:6]
     warmup, steps = int(warmup), int(steps)
@@ -81,6 +106,27 @@ def main():
           bool(ref_ops) and ref_ops <= our_ops)
     extra = sorted(our_ops - ref_ops)
     check("Thunk ranges without GPU work in the reference", 0, len(extra), True)
+    # Kernels (CUPTI): the same kernels per step, and their device durations within 10 %.
+    ours_k = our_kernels(ours_path, module)
+    ref_k = reference_kernels(ref_path, module)
+    runs = warmup + steps
+    ours_per_step = len(ours_k) / runs if runs else 0
+    ref_per_step = len(ref_k) / steps if steps else 0
+    check("kernels per step", "%.1f" % ref_per_step, "%.1f" % ours_per_step, ref_k and abs(ours_per_step - ref_per_step) < 1e-9)
+    ours_names, ref_names = collections.Counter(e["name"] for e in ours_k), collections.Counter(e["name"] for e in ref_k)
+    check("distinct kernel names", len(ref_names), len(ours_names), bool(ref_names) and set(ours_names) == set(ref_names))
+    worst, within = 0.0, 0
+    for name in set(ours_names) & set(ref_names):
+        o = median([e.get("dur", 0) for e in ours_k if e["name"] == name])
+        r = median([e.get("dur", 0) for e in ref_k if e["name"] == name])
+        diff = abs(o - r) / r if r else 0.0
+        worst = max(worst, diff)
+        within += diff <= 0.10
+    shared = len(set(ours_names) & set(ref_names))
+    check("kernels whose median duration is within 10 %", shared, within, shared > 0 and within == shared)
+    rows.append(("  (largest median-duration difference)", "", "%.1f %%" % (100 * worst), ""))
+    with_range = sum(1 for e in ours_k if str(e.get("args", {}).get("nvtx_range", "")).startswith("Thunk:"))
+    check("our kernels whose nvtx_range is their Thunk", len(ours_k), with_range, bool(ours_k) and with_range == len(ours_k))
     width = max(len(r[0]) for r in rows)
     print("%-*s  %12s  %12s  %s" % (width, "check", "reference", "ours", "verdict"))
     for name, reference, measured, verdict in rows:
@@ -91,6 +137,9 @@ def main():
         gpu = [e for e in load(ref_path) if e["_process"].startswith("/device:GPU:")]
         print("  (reference: %d GPU events, none with hlo_module=%s; e.g. %s)"
               % (len(gpu), module, [(e["name"][:40], sorted(e.get("args", {}))) for e in gpu[:3]]))
+    only_ref, only_ours = sorted(set(ref_names) - set(ours_names)), sorted(set(ours_names) - set(ref_names))
+    if only_ref or only_ours:
+        print("  (kernels only in the reference: %s; only in ours: %s)" % (only_ref[:8], only_ours[:8]))
     missing = sorted(ref_ops - our_ops)
     if missing:
         print("  (reference ops with no Thunk range: %s)" % ", ".join(missing[:12]))
