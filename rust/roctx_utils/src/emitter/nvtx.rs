@@ -3,7 +3,8 @@
 //! runtime's sink, as roctx ranges are; thread names go to the collector; domains and
 //! registered strings get process-lifetime handles.
 //!
-//! - **Domains** are leaked boxes holding the name; the handle is the box's address. Domain
+//! - **Domains** are process-lifetime records, one per name, in a registry; the handle is the
+//!   record's address. Domain
 //!   ranges carry the domain's name into their label as `<domain>: <message>` unless the domain
 //!   is XLA's `TSL` (whose titles already say what they are) or the default (null) domain.
 //! - **Registered strings** are RegisterString's pool handles (`intern::register`): pointers to
@@ -27,7 +28,7 @@ use crate::runtime;
 /// A domain the client created; lives for the process.
 #[derive(Debug)]
 pub struct Domain {
-    name: Box<[u8]>,
+    name: Vec<u8>,
     /// Whether labels carry the name (not for XLA's `TSL`).
     prefix: bool,
 }
@@ -39,13 +40,31 @@ const MAX_LABEL: usize = intern::MAX_STRING_BYTES;
 
 static DOMAINS: AtomicU64 = AtomicU64::new(0);
 
-/// `nvtxDomainCreateA/W`: a new handle for `name` (a domain is never refused: a null return
-/// tells XLA to disable its NVTX path for good).
+/// Most distinct domain names; past it, new names share [`OVERFLOW`] (counted in
+/// [`domains_created`], never refused).
+const MAX_DOMAINS: usize = 4096;
+static OVERFLOW: Domain = Domain { name: Vec::new(), prefix: false };
+static REGISTRY: Mutex<Option<HashMap<Vec<u8>, &'static Domain>>> = Mutex::new(None);
+
+/// `nvtxDomainCreateA/W`: the handle for `name`, the same for the same name (a domain is never
+/// refused: a null return tells XLA to disable its NVTX path for good). Handles live for the
+/// process, in a registry (so leak checkers see them reachable).
 pub fn domain_create(name: &[u8]) -> *mut c_void {
-    let name: Box<[u8]> = name.iter().copied().take(256).collect();
-    let prefix = !name.is_empty() && &*name != XLA_DOMAIN;
+    let name: Vec<u8> = name.iter().copied().take(256).collect();
     DOMAINS.fetch_add(1, Ordering::Relaxed);
-    Box::into_raw(Box::new(Domain { name, prefix })).cast()
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    let registry = registry.get_or_insert_with(HashMap::new);
+    let domain: &'static Domain = match registry.get(&name) {
+        Some(d) => d,
+        None if registry.len() >= MAX_DOMAINS => &OVERFLOW,
+        None => {
+            let prefix = !name.is_empty() && name != XLA_DOMAIN;
+            let d: &'static Domain = Box::leak(Box::new(Domain { name: name.clone(), prefix }));
+            registry.insert(name, d);
+            d
+        }
+    };
+    std::ptr::from_ref(domain).cast_mut().cast()
 }
 
 /// Domains created so far.

@@ -106,6 +106,8 @@ pub fn flush() {
     if r != cupti::SUCCESS {
         log::warn(format_args!("cuptiActivityFlushAll returned {}; records still in CUPTI are not in this trace", api.result_name(r)));
     }
+    let (kernels, external, thread) = join_counts();
+    log::info(format_args!("CUPTI: {kernels} kernels so far, {external} with a range or op of ours, {thread} with their launching thread"));
 }
 
 thread_local! {
@@ -130,6 +132,9 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
     if pushed && (old_i, old_r) == (invocation, range) {
         return true;
     }
+    if !pushed {
+        note_thread();
+    }
     if pushed {
         let mut last = 0u64;
         // SAFETY: our kind; a valid out-pointer.
@@ -139,6 +144,34 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
     let ok = unsafe { (api.push_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, roctx_kernels::attribution::encode(invocation, range)) } == cupti::SUCCESS;
     let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
     ok
+}
+
+/// CUPTI's `threadId` in API records is not necessarily the kernel's thread id (CUPTI has used
+/// the low bits of `pthread_self()`): each launching thread records both forms, once, so the
+/// join can map either back to the id its ranges carry.
+fn note_thread() {
+    // SAFETY: pthread_self has no preconditions.
+    let pthread = unsafe { libc_pthread_self() } as u32; // CAST: CUPTI keeps the low 32 bits
+    let tid = roctx_sys::os::current_tid();
+    let mut guard = JOINS.lock().unwrap_or_else(PoisonError::into_inner);
+    let joins = guard.get_or_insert_with(Joins::default);
+    if joins.thread_ids.len() < 1 << 16 {
+        joins.thread_ids.insert(pthread, tid);
+    }
+}
+
+extern "C" {
+    #[link_name = "pthread_self"]
+    fn libc_pthread_self() -> usize;
+}
+
+/// Kernels seen, with an external value of ours, with a known launching thread (for the log
+/// line at each flush: how well the join works on this CUDA version).
+static SEEN: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+
+/// `(kernels, with our external value, with their launching thread)` so far.
+pub fn join_counts() -> (u64, u64, u64) {
+    (SEEN[0].load(Ordering::Relaxed), SEEN[1].load(Ordering::Relaxed), SEEN[2].load(Ordering::Relaxed))
 }
 
 // ---- buffers ----
@@ -175,6 +208,8 @@ struct Joins {
     threads: BTreeMap<u32, u32>,
     externals: BTreeMap<u32, u64>,
     named: HashSet<u64>,
+    /// Low 32 bits of `pthread_self()` -> OS thread id, for threads that pushed an entry.
+    thread_ids: std::collections::HashMap<u32, u64>,
 }
 
 static JOINS: Mutex<Option<Joins>> = Mutex::new(None);
@@ -240,12 +275,18 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
                     roctx_kernels::register_kernel_symbol(kernel_id, &name[..name.len().min(16 << 10)]);
                 }
                 let work_items = |g: i32, b: i32| u32::try_from(i64::from(g) * i64::from(b)).unwrap_or(u32::MAX);
+                let external = joins.externals.remove(&k.correlation_id).unwrap_or(0);
+                let thread = joins.threads.get(&k.correlation_id).copied();
+                let thread_id = thread.map_or(0, |t| joins.thread_ids.get(&t).copied().unwrap_or(u64::from(t)));
+                SEEN[0].fetch_add(1, Ordering::Relaxed);
+                SEEN[1].fetch_add(u64::from(external != 0), Ordering::Relaxed);
+                SEEN[2].fetch_add(u64::from(thread.is_some()), Ordering::Relaxed);
                 batch.push(RawDispatch {
                     start_ns: k.start,
                     end_ns: k.end,
                     kernel_id,
-                    external: joins.externals.remove(&k.correlation_id).unwrap_or(0),
-                    thread_id: u64::from(joins.threads.get(&k.correlation_id).copied().unwrap_or(0)),
+                    external,
+                    thread_id,
                     agent_id: u64::from(k.device_id),
                     queue_id: u64::from(k.stream_id),
                     dispatch_id: u64::from(k.correlation_id),
