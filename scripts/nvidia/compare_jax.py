@@ -63,11 +63,12 @@ def is_kernel(e):
     return "kernel_details" in args and not e["name"].startswith("Memcpy") and not e["name"].startswith("Memset")
 
 
-def our_kernels(path, module):
-    """Our GPU kernel events launched inside a Thunk range, from the first execution of MODULE on."""
+def our_kernels(path, module, skip=0):
+    """Our GPU kernel events launched inside a Thunk range, from execution `skip` of MODULE on
+    (0: the first)."""
     events = load(path)
-    starts = [e["ts"] for e in events if e["name"].startswith("XlaModule:") and ("hlo_module=%s," % module) in e["name"]]
-    first = min(starts) if starts else float("inf")
+    starts = sorted(e["ts"] for e in events if e["name"].startswith("XlaModule:") and ("hlo_module=%s," % module) in e["name"])
+    first = starts[skip] if len(starts) > skip else float("inf")
     return [e for e in events if e["_process"].startswith("/device:GPU:") and is_kernel(e)
             and str(e.get("args", {}).get("nvtx_range", "")).startswith("Thunk:") and e["ts"] >= first]
 
@@ -107,10 +108,10 @@ def main():
     extra = sorted(our_ops - ref_ops)
     check("Thunk ranges without GPU work in the reference", 0, len(extra), True)
     # Kernels (CUPTI): the same kernels per step, and their device durations within 10 %.
-    ours_k = our_kernels(ours_path, module)
+    # Ours from the first measured execution on (warm-up executions run slower).
+    ours_k = our_kernels(ours_path, module, warmup)
     ref_k = reference_kernels(ref_path, module)
-    runs = warmup + steps
-    ours_per_step = len(ours_k) / runs if runs else 0
+    ours_per_step = len(ours_k) / steps if steps else 0
     ref_per_step = len(ref_k) / steps if steps else 0
     check("kernels per step", "%.1f" % ref_per_step, "%.1f" % ours_per_step, ref_k and abs(ours_per_step - ref_per_step) < 1e-9)
     ours_names, ref_names = collections.Counter(e["name"] for e in ours_k), collections.Counter(e["name"] for e in ref_k)
@@ -125,6 +126,10 @@ def main():
     shared = len(set(ours_names) & set(ref_names))
     check("kernels whose median duration is within 10 %", shared, within, shared > 0 and within == shared)
     rows.append(("  (largest median-duration difference)", "", "%.1f %%" % (100 * worst), ""))
+    ours_total = sum(e.get("dur", 0) for e in ours_k) / steps if steps else 0
+    ref_total = sum(e.get("dur", 0) for e in ref_k) / steps if steps else 0
+    check("GPU kernel time per step (us), within 10 %", "%.1f" % ref_total, "%.1f" % ours_total,
+          ref_total > 0 and abs(ours_total - ref_total) <= 0.10 * ref_total)
     with_range = sum(1 for e in ours_k if str(e.get("args", {}).get("nvtx_range", "")).startswith("Thunk:"))
     check("our kernels whose nvtx_range is their Thunk", len(ours_k), with_range, bool(ours_k) and with_range == len(ours_k))
     width = max(len(r[0]) for r in rows)
@@ -137,6 +142,11 @@ def main():
         gpu = [e for e in load(ref_path) if e["_process"].startswith("/device:GPU:")]
         print("  (reference: %d GPU events, none with hlo_module=%s; e.g. %s)"
               % (len(gpu), module, [(e["name"][:40], sorted(e.get("args", {}))) for e in gpu[:3]]))
+    for name in sorted(set(ours_names) & set(ref_names)):
+        o = median([e.get("dur", 0) for e in ours_k if e["name"] == name])
+        r = median([e.get("dur", 0) for e in ref_k if e["name"] == name])
+        if r and abs(o - r) / r > 0.10:
+            print("  (%s: median %.3f us here, %.3f us in the reference)" % (name, o, r))
     only_ref, only_ours = sorted(set(ref_names) - set(ours_names)), sorted(set(ours_names) - set(ref_names))
     if only_ref or only_ours:
         print("  (kernels only in the reference: %s; only in ours: %s)" % (only_ref[:8], only_ours[:8]))
