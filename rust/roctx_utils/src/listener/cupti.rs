@@ -113,6 +113,8 @@ pub fn flush() {
 thread_local! {
     /// This thread's CUSTOM2 entry: (pushed, invocation, range).
     static SCOPE: Cell<(bool, u32, u32)> = const { Cell::new((false, 0, 0)) };
+    /// Whether this thread's two ids are in the join's map.
+    static NOTED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The calling thread's current op invocation and innermost range instance.
@@ -132,8 +134,8 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
     if pushed && (old_i, old_r) == (invocation, range) {
         return true;
     }
-    if !pushed {
-        note_thread();
+    if !NOTED.try_with(Cell::get).unwrap_or(true) && note_thread() {
+        let _ = NOTED.try_with(|n| n.set(true));
     }
     if pushed {
         let mut last = 0u64;
@@ -146,18 +148,21 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
     ok
 }
 
-/// CUPTI's `threadId` in API records is not necessarily the kernel's thread id (CUPTI has used
-/// the low bits of `pthread_self()`): each launching thread records both forms, once, so the
-/// join can map either back to the id its ranges carry.
-fn note_thread() {
+/// CUPTI's `threadId` in API records is not the thread's OS id (on CUDA 13 it is the low 32
+/// bits of `pthread_self()`): each launching thread records both forms once (retried at its
+/// next range while the lock is busy), so the join maps it back to the id its ranges carry.
+fn note_thread() -> bool {
     // SAFETY: pthread_self has no preconditions.
     let pthread = unsafe { libc_pthread_self() } as u32; // CAST: CUPTI keeps the low 32 bits
     let tid = roctx_sys::os::current_tid();
-    let mut guard = JOINS.lock().unwrap_or_else(PoisonError::into_inner);
+    // Never wait here (a launching thread, maybe a fork child whose parent's CUPTI thread held
+    // the lock): a thread not noted keeps CUPTI's id, which the join falls back to.
+    let Ok(mut guard) = JOINS.try_lock() else { return false };
     let joins = guard.get_or_insert_with(Joins::default);
     if joins.thread_ids.len() < 1 << 16 {
         joins.thread_ids.insert(pthread, tid);
     }
+    true
 }
 
 extern "C" {
