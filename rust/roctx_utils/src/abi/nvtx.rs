@@ -11,7 +11,6 @@
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use roctx_sys::nvtx::{self, EventAttributes, ExportTableCallbacks, ExportTableVersionInfo, GetExportTable, Message, Slot};
 use roctx_sys::CText;
@@ -23,13 +22,6 @@ use crate::emitter::nvtx as source;
 const INJECTION_VERSION: u32 = 3;
 /// Cap on names from the naming slots.
 const MAX_NAME: usize = 4096;
-
-static INITIALIZED: AtomicU64 = AtomicU64::new(0);
-
-/// How many client libraries initialized the injection (each NVTX3 client DSO calls it once).
-pub fn initializations() -> u64 {
-    INITIALIZED.load(Ordering::Relaxed)
-}
 
 /// `InitializeInjectionNvtx2`: fills the client's slot tables. Non-zero is success; 0 would
 /// have the loader unload us, so it is returned only when the client gives no callback table.
@@ -61,7 +53,6 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: Option<GetEx
             // SAFETY: the client's function and its own table.
             unsafe { install(get_module, module, &handlers) };
         }
-        INITIALIZED.fetch_add(1, Ordering::Relaxed);
         crate::runtime::note_nvtx_client();
         1
     })
@@ -354,20 +345,11 @@ unsafe extern "C" fn domain_create_w(name: *const u32) -> Dom {
 unsafe extern "C" fn domain_destroy(_domain: Dom) {}
 
 // ---- handlers: CUDA driver and runtime naming ----
+//
+// Installed so the naming slots form complete sets, and dropped: CUPTI's kernel records name
+// streams by a numeric id, not by the handle NVTX is given, so no row could carry these names.
 
-unsafe extern "C" fn name_device_a(device: c_int, name: *const c_char) {
-    // SAFETY: the client's C string.
-    guard((), || source::name_device(device, &unsafe { narrow_name(name) }))
-}
-unsafe extern "C" fn name_device_w(device: c_int, name: *const u32) {
-    // SAFETY: the client's wide string.
-    guard((), || source::name_device(device, &unsafe { nvtx::wide_to_utf8(name, MAX_NAME) }))
-}
-unsafe extern "C" fn name_stream_a(stream: *mut c_void, name: *const c_char) {
-    // SAFETY: the client's C string.
-    guard((), || source::name_stream(stream as usize, &unsafe { narrow_name(name) }))
-}
-unsafe extern "C" fn name_stream_w(stream: *mut c_void, name: *const u32) {
-    // SAFETY: the client's wide string.
-    guard((), || source::name_stream(stream as usize, &unsafe { nvtx::wide_to_utf8(name, MAX_NAME) }))
-}
+unsafe extern "C" fn name_device_a(_device: c_int, _name: *const c_char) {}
+unsafe extern "C" fn name_device_w(_device: c_int, _name: *const u32) {}
+unsafe extern "C" fn name_stream_a(_stream: *mut c_void, _name: *const c_char) {}
+unsafe extern "C" fn name_stream_w(_stream: *mut c_void, _name: *const u32) {}

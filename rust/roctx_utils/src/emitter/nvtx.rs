@@ -1,7 +1,8 @@
 //! NVTX3 calls as a source (nvidia_sources.md A): what the injection's slots do once `abi::nvtx`
 //! has decoded their arguments. Ranges, marks and start/end ranges are recorded through the
 //! runtime's sink, as roctx ranges are; thread names go to the collector; domains and
-//! registered strings get process-lifetime handles.
+//! registered strings get process-lifetime handles. (CUDA device and stream names are accepted
+//! and dropped by `abi::nvtx`: nothing here could use them, see there.)
 //!
 //! - **Domains** are process-lifetime records, one per name, in a registry; the handle is the
 //!   record's address. Domain
@@ -16,7 +17,7 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -38,10 +39,7 @@ const XLA_DOMAIN: &[u8] = b"TSL";
 /// Longest label built here (domain prefix + message), like RegisterString's cut.
 const MAX_LABEL: usize = intern::MAX_STRING_BYTES;
 
-static DOMAINS: AtomicU64 = AtomicU64::new(0);
-
-/// Most distinct domain names; past it, new names share [`OVERFLOW`] (counted in
-/// [`domains_created`], never refused).
+/// Most distinct domain names; past it, new names share [`OVERFLOW`] (never refused).
 const MAX_DOMAINS: usize = 4096;
 static OVERFLOW: Domain = Domain { name: Vec::new(), prefix: false };
 static REGISTRY: Mutex<Option<HashMap<Vec<u8>, &'static Domain>>> = Mutex::new(None);
@@ -51,7 +49,6 @@ static REGISTRY: Mutex<Option<HashMap<Vec<u8>, &'static Domain>>> = Mutex::new(N
 /// process, in a registry (so leak checkers see them reachable).
 pub fn domain_create(name: &[u8]) -> *mut c_void {
     let name: Vec<u8> = name.iter().copied().take(256).collect();
-    DOMAINS.fetch_add(1, Ordering::Relaxed);
     let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     let registry = registry.get_or_insert_with(HashMap::new);
     let domain: &'static Domain = match registry.get(&name) {
@@ -65,11 +62,6 @@ pub fn domain_create(name: &[u8]) -> *mut c_void {
         }
     };
     std::ptr::from_ref(domain).cast_mut().cast()
-}
-
-/// Domains created so far.
-pub fn domains_created() -> u64 {
-    DOMAINS.load(Ordering::Relaxed)
 }
 
 /// `nvtxDomainRegisterStringA/W`: a process-lifetime handle for `text`.
@@ -200,49 +192,4 @@ pub fn range_end(id: u64) {
 /// `nvtxNameOsThreadA/W`: names the OS thread `tid` (a `gettid` value) for export.
 pub fn name_os_thread(tid: u32, name: &[u8]) {
     runtime::name_thread(u64::from(tid), name);
-}
-
-/// Names given to CUDA devices and streams (`nvtxNameCudaDevice*`, `nvtxNameCuStream*`, ...),
-/// for the rows of the GPU they name. Rare calls: one lock.
-#[derive(Debug, Default)]
-pub struct GpuNames {
-    /// Device ordinal -> name.
-    pub devices: BTreeMap<i32, String>,
-    /// Stream handle -> name.
-    pub streams: HashMap<usize, String>,
-}
-
-/// Most stream names kept (XLA names about two dozen per device).
-const MAX_STREAM_NAMES: usize = 1 << 16;
-
-static GPU_NAMES: Mutex<Option<GpuNames>> = Mutex::new(None);
-
-fn with_gpu_names<R>(f: impl FnOnce(&mut GpuNames) -> R) -> R {
-    f(GPU_NAMES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(GpuNames::default))
-}
-
-/// `nvtxNameCudaDeviceA/W`, `nvtxNameCuDeviceA/W`.
-pub fn name_device(device: c_int, name: &[u8]) {
-    let name = String::from_utf8_lossy(name).into_owned();
-    with_gpu_names(|n| n.devices.insert(device, name));
-}
-
-/// `nvtxNameCudaStreamA/W`, `nvtxNameCuStreamA/W` (a later name replaces an earlier one).
-pub fn name_stream(stream: usize, name: &[u8]) {
-    let name = String::from_utf8_lossy(name).into_owned();
-    with_gpu_names(|n| {
-        if n.streams.len() < MAX_STREAM_NAMES || n.streams.contains_key(&stream) {
-            n.streams.insert(stream, name);
-        }
-    });
-}
-
-/// The device name given to ordinal `device`, if any.
-pub fn device_name(device: i32) -> Option<String> {
-    with_gpu_names(|n| n.devices.get(&device).cloned())
-}
-
-/// The name given to stream handle `stream`, if any.
-pub fn stream_name(stream: usize) -> Option<String> {
-    with_gpu_names(|n| n.streams.get(&stream).cloned())
 }

@@ -44,11 +44,6 @@ pub fn active() -> bool {
     STATE.load(Ordering::Acquire) == 1
 }
 
-/// Whether a libcupti is loaded in the process already (JAX and PyTorch load theirs).
-pub fn loaded_in_process() -> bool {
-    cupti::loaded_in_process()
-}
-
 /// Starts CUPTI kernel tracing, once; a failure is logged with its reason. Call outside any
 /// loader lock (not from the NVTX injection's init).
 pub fn start() {
@@ -111,29 +106,14 @@ pub fn flush() {
 }
 
 thread_local! {
-    /// This thread's CUSTOM2 entry: (pushed, invocation, range).
-    static SCOPE: Cell<(bool, u32, u32)> = const { Cell::new((false, 0, 0)) };
     /// Whether this thread's two ids are in the join's map.
     static NOTED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The calling thread's current op invocation and innermost range instance.
-pub fn current_scope() -> (u32, u32) {
-    SCOPE.try_with(|s| {
-        let (_, i, r) = s.get();
-        (i, r)
-    })
-    .unwrap_or((0, 0))
-}
-
-/// Makes `(invocation, range)` the value the calling thread's next kernels carry (one CUSTOM2
-/// entry of ours per thread: pop the previous, push the new). False if CUPTI refused.
-pub fn set_scope(invocation: u32, range: u32) -> bool {
+/// CUPTI's side of `kernels::set_scope` (which keeps the thread's entry state): pops this
+/// thread's CUSTOM2 entry if `pushed`, pushes `value`. False if CUPTI refused.
+pub fn replace_entry(pushed: bool, value: u64) -> bool {
     let (Some(api), true) = (API.get(), active()) else { return false };
-    let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
-    if pushed && (old_i, old_r) == (invocation, range) {
-        return true;
-    }
     if !NOTED.try_with(Cell::get).unwrap_or(true) && note_thread() {
         let _ = NOTED.try_with(|n| n.set(true));
     }
@@ -143,9 +123,7 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
         let _ = unsafe { (api.pop_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, &mut last) };
     }
     // SAFETY: our kind; the value is passed by value.
-    let ok = unsafe { (api.push_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, roctx_kernels::attribution::encode(invocation, range)) } == cupti::SUCCESS;
-    let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
-    ok
+    unsafe { (api.push_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, value) == cupti::SUCCESS }
 }
 
 /// CUPTI's `threadId` in API records is not the thread's OS id (on CUDA 13 it is the low 32
@@ -175,7 +153,7 @@ extern "C" {
 static SEEN: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
 /// `(kernels, with our external value, with their launching thread)` so far.
-pub fn join_counts() -> (u64, u64, u64) {
+fn join_counts() -> (u64, u64, u64) {
     (SEEN[0].load(Ordering::Relaxed), SEEN[1].load(Ordering::Relaxed), SEEN[2].load(Ordering::Relaxed))
 }
 

@@ -118,15 +118,13 @@ pub fn flush() {
 }
 
 thread_local! {
-    /// This thread's entry on the SDK's external-correlation stack: (pushed, invocation, range).
+    /// This thread's entry on the tracing source's external-correlation stack (the SDK's, or
+    /// CUPTI's CUSTOM2 one): (pushed, invocation, range).
     static SCOPE: Cell<(bool, u32, u32)> = const { Cell::new((false, 0, 0)) };
 }
 
 /// The calling thread's current op invocation and innermost range instance.
 pub fn current_scope() -> (u32, u32) {
-    if !sdk_active() && super::cupti::active() {
-        return super::cupti::current_scope();
-    }
     SCOPE.try_with(|s| {
         let (_, i, r) = s.get();
         (i, r)
@@ -136,16 +134,28 @@ pub fn current_scope() -> (u32, u32) {
 
 /// Makes `(invocation, range)` the value the calling thread's next dispatches carry: pops this
 /// thread's previous entry, if any, and pushes the new one (one entry of ours per thread, the
-/// llama.cpp hygiene). Returns false if the SDK refused (then dispatches keep the old value).
+/// llama.cpp hygiene). Returns false if the source refused (then dispatches keep the old
+/// value) or nothing traces kernels.
 pub fn set_scope(invocation: u32, range: u32) -> bool {
-    if !sdk_active() {
-        return super::cupti::set_scope(invocation, range);
-    }
-    let Some(k) = KERNEL_API.get() else { return false };
     let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
     if pushed && (old_i, old_r) == (invocation, range) {
         return true;
     }
+    let value = roctx_kernels::attribution::encode(invocation, range);
+    let ok = if sdk_active() {
+        replace_entry(pushed, value)
+    } else if super::cupti::active() {
+        super::cupti::replace_entry(pushed, value)
+    } else {
+        return false;
+    };
+    let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
+    ok
+}
+
+/// The SDK side of [`set_scope`]: pops this thread's entry if `pushed`, pushes `value`.
+fn replace_entry(pushed: bool, value: u64) -> bool {
+    let Some(k) = KERNEL_API.get() else { return false };
     let context = CONTEXT.load(Ordering::Acquire);
     let tid = roctx_sys::os::current_tid();
     if pushed {
@@ -153,9 +163,7 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
         let _ = unsafe { (k.pop_external_correlation_id)(context, tid, std::ptr::null_mut()) };
     }
     // SAFETY: our context and a Linux tid; the value is passed by value.
-    let ok = unsafe { (k.push_external_correlation_id)(context, tid, roctx_kernels::attribution::encode(invocation, range)) } == 0;
-    let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
-    ok
+    unsafe { (k.push_external_correlation_id)(context, tid, value) == 0 }
 }
 
 /// Runs a callback's work inside the panic fence; a batch or symbol lost to a panic is counted.

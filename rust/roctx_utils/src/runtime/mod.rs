@@ -112,7 +112,7 @@ fn nvidia_kernels(config: &Config) {
     if !config.kernels && config.roofline_out.is_none() || listener::kernels::active() {
         return;
     }
-    if NVTX_CLIENT.load(Ordering::Acquire) || config.roofline_out.is_some() || listener::cupti::loaded_in_process() {
+    if NVTX_CLIENT.load(Ordering::Acquire) || config.roofline_out.is_some() || roctx_sys::cupti::loaded_in_process() {
         listener::cupti::start();
     }
 }
