@@ -163,6 +163,8 @@ int DecodeStep() {
   ggml_cuda_roofline_init();
   const char* graphs = std::getenv("GGML_CUDA_DISABLE_GRAPHS");
   if (graphs == nullptr || std::string(graphs) != "1") return 10;
+  const char* pdl = std::getenv("GGML_CUDA_PDL");  // overlapping kernels would double-count
+  if (pdl == nullptr || std::string(pdl) != "0") return 12;
   ggml_cuda_roofline_set_device("gfx1151");
   auto dispatch = Dispatch();
   void* sdk = dlopen(std::getenv("ROCTX_UTILS_ROCPROFILER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
@@ -289,10 +291,11 @@ TEST(GgmlRoofline, LlamaCppSequenceWritesTheReportAtExit) {
   EXPECT_NE(r.find("\"RMS_NORM\""), std::string::npos) << r;
 }
 
-TEST(GgmlRoofline, AUsersGraphsSettingIsKept) {
-  const Outcome o = InChild("graphs", {{"GGML_ROOFLINE_OUT", "$REPORT"}, {"GGML_CUDA_DISABLE_GRAPHS", "0"}}, [] {
+TEST(GgmlRoofline, AUsersGraphsAndPdlSettingsAreKept) {
+  const Outcome o = InChild("graphs", {{"GGML_ROOFLINE_OUT", "$REPORT"}, {"GGML_CUDA_DISABLE_GRAPHS", "0"}, {"GGML_CUDA_PDL", "1"}}, [] {
     ggml_cuda_roofline_init();
     ggml_cuda_roofline_init();  // call-once
+    if (std::string(std::getenv("GGML_CUDA_PDL")) != "1") return 21;
     return std::string(std::getenv("GGML_CUDA_DISABLE_GRAPHS")) == "0" ? 0 : 20;
   });
   EXPECT_EQ(o.exit_code, 0) << o.err;
@@ -301,7 +304,7 @@ TEST(GgmlRoofline, AUsersGraphsSettingIsKept) {
 TEST(GgmlRoofline, EveryEntryPointIsANoOpWhenNotActivated) {
   const Outcome o = InChild("inactive", {{"GGML_ROOFLINE_OUT", ""}}, [] {
     ggml_cuda_roofline_init();
-    if (std::getenv("GGML_CUDA_DISABLE_GRAPHS") != nullptr) return 30;
+    if (std::getenv("GGML_CUDA_DISABLE_GRAPHS") != nullptr || std::getenv("GGML_CUDA_PDL") != nullptr) return 30;
     // Never dereferenced while inactive.
     const auto* bogus = reinterpret_cast<const ggml_tensor*>(uintptr_t{8});
     ggml_cuda_roofline_set_device(reinterpret_cast<const char*>(uintptr_t{8}));

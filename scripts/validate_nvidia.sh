@@ -5,16 +5,22 @@
 #   bazel-4 build //nvtx:libroctx_utils_nvtx.so --config=bazel4 --config=rocm
 #   (cd rust && cargo build --release --locked -p roctx_cli)
 #   mkdir -p .devbin && cp bazel-bin/nvtx/libroctx_utils_nvtx.so rust/target/release/roctx .devbin/
-#   # then, on the device, with .devbin carried:  bash scripts/validate_nvidia.sh .devbin
+#   bash scripts/nvidia/build_ggml_cuda.sh /path/to/ggml   # .devbin/ggml: llama.cpp's ggml-cuda, sm_90a
+#   # then, on the device, with .devbin carried:  bash scripts/validate_nvidia.sh .devbin [jax torch llama]
 #
 # Prints a table per comparison (check, reference, ours, verdict) and ends with
 # `validate: N passed, M failed`. Results (logs, XSpaces as Chrome JSON) go to $OUT or ./validate_out.
 #
 # Covered: JAX under the NVTX injection with CUPTI kernels vs a separate jax.profiler.trace run
 # (HLO ops, kernels per step, names, durations, nvtx_range); PyTorch's NVTX calls; a PyTorch
-# roofline report (op scopes + CUPTI) vs Nsight Compute and the ridge. Not yet: llama.cpp.
+# roofline report (op scopes + CUPTI) vs Nsight Compute and the ridge; upstream ggml's
+# test-backend-ops perf with our llama.cpp hook (GGML_ROOFLINE_OUT + CUPTI) vs Nsight Compute.
+# The sections after the binaries folder pick which run (default: all three).
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
+shift || true
+SECTIONS=" ${*:-jax torch llama} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
 mkdir -p "$OUTDIR"
@@ -29,6 +35,7 @@ tally() { # tally LOG PREFIX
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import jax, torch; print("jax", jax.__version__, "torch", torch.__version__)'
 
+if want jax; then
 echo "== JAX: reference (jax.profiler.trace, no injection) =="
 python3 scripts/nvidia/jax_mlp_step.py "$STEPS" --trace "$WORK/ref" >"$WORK/jax_ref.log" 2>&1 || tail "$WORK/jax_ref.log"
 echo "== JAX: ours (NVTX injection, ROCTX_UTILS_XSPACE_OUT) =="
@@ -43,7 +50,9 @@ grep -h "CUPTI" "$OUTDIR/jax_ours.log" | tail -n 1
 python3 scripts/nvidia/compare_jax.py "$WORK/jax_ours.json" "$WORK/jax_ref.json" jit_step "$WARMUP" "$STEPS" \
   | tee "$OUTDIR/compare_jax.txt"
 tally "$OUTDIR/compare_jax.txt" "validate jax"
+fi
 
+if want torch; then
 echo "== PyTorch: NVTX ranges, levels, emit_nvtx =="
 NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/torch \
   python3 scripts/nvidia/torch_nvtx.py >"$WORK/torch.log" 2>&1
@@ -74,6 +83,57 @@ ncu --clock-control none --target-processes all --metrics gpu__time_duration.sum
 python3 scripts/nvidia/compare_roofline.py "$OUTDIR/torch_roofline.json" "$OUTDIR/ncu.csv" "$WORK/roofline_analysis.json" \
   | tee "$OUTDIR/compare_roofline.txt"
 tally "$OUTDIR/compare_roofline.txt" "validate roofline"
+fi
+
+if want llama; then
+echo "== llama.cpp: ggml-cuda test-backend-ops perf (GGML_ROOFLINE_OUT + CUPTI) vs Nsight Compute =="
+# cuBLAS, the CUDA runtime and CUPTI come from the device's PyTorch wheels (not carried).
+NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
+OPS=$PWD/scripts/nvidia/llama_ops.txt
+TBO=(env LD_LIBRARY_PATH="$BIN/ggml:$BIN:$NVLIB" GGML_CUDA_DISABLE_GRAPHS=1 "$BIN/ggml/test-backend-ops" perf -b CUDA0)
+# The report has one row per invocation (about 330k here): it stays in $WORK, and $OUTDIR gets
+# its first rows per op group (llama_roofline_head.json) for docs/validation.md.
+REPORT=$WORK/llama_roofline.json
+GGML_ROOFLINE_OUT=$REPORT ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13 ROCTX_UTILS_LOG=info \
+  "${TBO[@]}" --test-file "$OPS" >"$OUTDIR/llama_ours.log" 2>&1 || tail "$OUTDIR/llama_ours.log"
+grep -E "roctx_utils" "$OUTDIR/llama_ours.log" | tail -n 6
+# The same with programmatic dependent launch left on (the init turns it off, like graphs):
+# consecutive kernels overlap, so per-op times are shown next to the others but not compared.
+GGML_ROOFLINE_OUT=$WORK/llama_roofline_pdl.json GGML_CUDA_PDL=1 ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13 \
+  "${TBO[@]}" --test-file "$OPS" >"$OUTDIR/llama_ours_pdl.log" 2>&1 || tail "$OUTDIR/llama_ours_pdl.log"
+# One ncu run per case: skip the warm-up graph's first launches, time the next 40 (the same kernel
+# sequence repeats, so every kernel of the op is measured several times). --cache-control none: the
+# perf loop reruns one op on the same tensors, so ours are warm-cache times too.
+mkdir -p "$WORK/ncu"
+n=0
+while IFS= read -r line; do
+  n=$((n + 1))
+  echo "$line" >"$WORK/ncu/case_$n.txt"
+  GGML_CUDA_PDL=0 ncu --target-processes all --clock-control none --cache-control none --launch-skip 20 --launch-count 40 \
+    --metrics gpu__time_duration.sum,gpc__cycles_elapsed.max,gpc__cycles_elapsed.avg.per_second --csv "${TBO[@]}" --test-file "$WORK/ncu/case_$n.txt" \
+    >"$WORK/ncu/case_$n.csv" 2>"$WORK/ncu/case_$n.err" || tail -n 3 "$WORK/ncu/case_$n.err"
+done <"$OPS"
+tar -C "$WORK" -czf "$OUTDIR/llama_ncu.tar.gz" ncu
+"$BIN/roctx" roofline "$REPORT" --device h200 --top 0 | tee "$OUTDIR/llama_roofline.txt" | head -n 16
+"$BIN/roctx" roofline "$REPORT" --device h200 --json >"$WORK/llama_analysis.json"
+"$BIN/roctx" roofline "$REPORT" --device h200 --svg "$OUTDIR/llama_roofline.svg" >/dev/null
+python3 scripts/nvidia/compare_llama.py "$OPS" "$REPORT" "$WORK/llama_analysis.json" "$WORK/ncu" \
+  "$OUTDIR/llama_ours.log" "$WORK/llama_roofline_pdl.json" "$OUTDIR/llama_ours_pdl.log" \
+  | tee "$OUTDIR/compare_llama.txt"
+tally "$OUTDIR/compare_llama.txt" "validate llama"
+python3 - "$REPORT" "$OUTDIR/llama_roofline_head.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+seen, rows = {}, []
+for row in sorted(r["rows"], key=lambda x: x.get("invocation", 0)):
+    key = (row["ggml_op"], tuple(row["src_types"]), tuple(row["ne"]))
+    if seen.setdefault(key, 0) < 2:
+        seen[key] += 1
+        rows.append(row)
+r["rows"] = rows
+json.dump(r, open(sys.argv[2], "w"), indent=1)
+PY
+fi
 
 echo "validate: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

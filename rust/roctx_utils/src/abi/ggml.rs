@@ -3,8 +3,9 @@
 //! scopes of `roofline.h`. `integrations/llama.cpp/` wires them into upstream llama.cpp.
 //!
 //! - `init`: call-once; inactive unless `GGML_ROOFLINE_OUT` (or `ROCTX_UTILS_ROOFLINE_OUT`) is
-//!   set and non-empty; sets `GGML_CUDA_DISABLE_GRAPHS=1` unless the user set it (per-op
-//!   attribution needs eager launches); configures rocprofiler-sdk (start-up), which registers
+//!   set and non-empty; sets `GGML_CUDA_DISABLE_GRAPHS=1` (per-op attribution needs eager
+//!   launches) and `GGML_CUDA_PDL=0` (per-op device times must not overlap) unless the user set
+//!   them; configures rocprofiler-sdk (start-up), which registers
 //!   the report writer at exit.
 //! - `set_device(arch)`: the report's `device`.
 //! - `reset()`: flush, then discard; names and the invocation counter are kept.
@@ -56,8 +57,10 @@ pub extern "C" fn ggml_cuda_roofline_init() {
 fn init() {
     let config = roctx_config::get();
     let Some(path) = &config.roofline_out else { return };
-    // Before any stream exists (the contract of this call); the backend reads it lazily.
+    // Before any stream exists or kernel is launched (the contract of this call); the backend
+    // reads both lazily.
     roctx_config::disable_cuda_graphs();
+    roctx_config::disable_cuda_pdl();
     let api = match Api::find() {
         Ok(api) => api,
         Err(why) => {
