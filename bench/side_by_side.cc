@@ -1,0 +1,269 @@
+// One captured range (push + pop), side by side in one binary and one run (issue 13):
+//
+//   nvtx3_no_tool     NVTX3's nvtxRangePushA/nvtxRangePop with no tool attached (headers from
+//                     PyPI's nvidia-nvtx, third_party/nvtx3): what CUDA users pay when nobody
+//                     listens.
+//   boottime_x2       two clock_gettime(CLOCK_BOOTTIME) reads: the clock our events use today.
+//   floor             the hardware floor of a captured range: two TSC reads and a 24-byte append
+//                     to a thread-local buffer, nothing else.
+//   upstream_model    XLA's ROCm MarkerCallback path (nvtx_utils_contract.md 9.2-9.5): a
+//                     std::string per frame, two BOOTTIME reads, the global collector mutex,
+//                     then the collector's event mutex and a vector append of an event that owns
+//                     its label.
+//   roctx_utils       tsl::profiler::RangePush/RangePop through //:roctx_utils_impl with
+//                     in-process capture (XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=self and no
+//                     roctx library, so the figure is the capture alone).
+//
+// Every variant runs BENCH_PAIRS pairs per thread (default 2,000,000) on 1, 2, 4, ... up to
+// BENCH_MAX_THREADS threads (default 16), 3 repetitions; scripts/bench.sh runs it and
+// scripts/bench_tables.py turns its JSON into BENCHMARKS.md's tables.
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "benchmark/benchmark.h"
+#include "nvtx3/nvToolsExt.h"
+#include "roctx_utils/roctx_utils.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
+
+namespace {
+
+constexpr const char kLabel[] = "Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#";  // 41 bytes, as XLA
+
+uint64_t Boottime() {
+  timespec ts;
+  if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t Ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return Boottime();
+#endif
+}
+
+// ---- nvtx3_no_tool ----------------------------------------------------------------------
+
+void BM_Nvtx3NoTool(benchmark::State& state) {
+  for (auto _ : state) {
+    nvtxRangePushA(kLabel);
+    nvtxRangePop();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- boottime_x2 ------------------------------------------------------------------------
+
+void BM_BoottimeX2(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Boottime());
+    benchmark::DoNotOptimize(Boottime());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- floor ------------------------------------------------------------------------------
+
+struct FloorEvent {  // 24 bytes: start, duration, label id, depth, kind
+  uint64_t start;
+  uint32_t duration;
+  uint32_t label;
+  uint32_t seq;
+  uint16_t depth;
+  uint8_t kind;
+  uint8_t flags;
+};
+static_assert(sizeof(FloorEvent) == 24, "the floor's event is 24 bytes");
+
+struct FloorBuffer {
+  static constexpr size_t kCap = 1 << 16;  // a ring: the floor must not measure page faults
+  FloorEvent events[kCap];
+  size_t len = 0;
+  uint64_t open_start = 0;
+};
+thread_local std::unique_ptr<FloorBuffer> floor_buffer;
+
+void BM_Floor(benchmark::State& state) {
+  if (!floor_buffer) floor_buffer = std::make_unique<FloorBuffer>();
+  FloorBuffer& b = *floor_buffer;
+  for (auto _ : state) {
+    b.open_start = Ticks();  // push
+    const uint64_t end = Ticks();  // pop
+    FloorEvent& e = b.events[b.len++ & (FloorBuffer::kCap - 1)];
+    e.start = b.open_start;
+    e.duration = static_cast<uint32_t>(end - b.open_start);
+    e.label = 1;
+    e.seq = static_cast<uint32_t>(b.len);
+    e.depth = 0;
+    e.kind = 0;
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- upstream_model ---------------------------------------------------------------------
+
+namespace upstream {
+
+struct RoctxFrame {
+  std::string message;
+  uint64_t start_ns;
+  uint64_t generation;
+};
+thread_local std::vector<RoctxFrame> tls_roctx_stack;
+std::atomic<uint64_t> roctx_generation{1};
+
+struct RocmTracerEvent {  // the fields EmitMarkerEvent sets (9.5)
+  int type = 0;           // Generic
+  int source = 0;         // ApiCallback
+  int domain = 0;         // InvalidDomain
+  std::string name;       // the label, owned by the event
+  std::string roctx_range;
+  uint64_t start_time_ns = 0;
+  uint64_t end_time_ns = 0;
+  uint32_t device_id = UINT32_MAX;
+  uint64_t correlation_id = UINT64_MAX;
+  uint64_t thread_id = 0;
+  uint64_t stream_id = UINT64_MAX;
+  uint64_t scope_range_id = 0;
+};
+
+struct Collector {
+  std::mutex events_mutex;
+  std::vector<RocmTracerEvent> events;
+  void AddEvent(RocmTracerEvent&& event, bool /*is_auxiliary*/) {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    events.push_back(std::move(event));
+  }
+};
+
+std::mutex collector_mutex;
+Collector* collector = nullptr;
+thread_local uint64_t tid = 0;
+
+void Push(const char* message) {  // MARKER_CORE_API roctxRangePushA, ENTER
+  tls_roctx_stack.push_back({message ? message : "", Boottime(), roctx_generation.load(std::memory_order_relaxed)});
+}
+
+void EmitMarkerEvent(const std::string& label, uint64_t start, uint64_t end, uint64_t thread_id) {
+  RocmTracerEvent event;
+  event.name = label;
+  event.start_time_ns = start;
+  event.end_time_ns = end;
+  event.thread_id = thread_id;
+  std::lock_guard<std::mutex> lock(collector_mutex);
+  if (collector != nullptr) collector->AddEvent(std::move(event), false);
+}
+
+void Pop() {  // roctxRangePop, EXIT
+  if (tls_roctx_stack.empty()) return;
+  RoctxFrame frame = std::move(tls_roctx_stack.back());
+  tls_roctx_stack.pop_back();
+  const uint64_t ts = Boottime();
+  if (frame.generation != roctx_generation.load(std::memory_order_relaxed) || frame.start_ns == 0 || ts == 0 ||
+      frame.message.empty()) {
+    return;
+  }
+  if (tid == 0) tid = static_cast<uint64_t>(pthread_self());
+  EmitMarkerEvent(frame.message, frame.start_ns, ts, tid);
+}
+
+void Enable(const benchmark::State&) {
+  std::lock_guard<std::mutex> lock(collector_mutex);
+  roctx_generation.fetch_add(1, std::memory_order_relaxed);
+  collector = new Collector();
+}
+
+void Disable(const benchmark::State&) {
+  std::lock_guard<std::mutex> lock(collector_mutex);
+  delete collector;
+  collector = nullptr;
+}
+
+}  // namespace upstream
+
+void BM_UpstreamModel(benchmark::State& state) {
+  for (auto _ : state) {
+    upstream::Push(kLabel);
+    upstream::Pop();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// ---- roctx_utils ------------------------------------------------------------------------
+
+void StartSession(const benchmark::State&) {
+  roctx_utils_session_options o{};
+  o.struct_size = sizeof(o);
+  o.max_events_per_thread = 1 << 24;  // more than any run: nothing is dropped
+  if (roctx_utils_session_start(&o) != ROCTX_UTILS_OK) std::fprintf(stderr, "roctx_utils: session did not start\n");
+}
+
+void StopSession(const benchmark::State&) {
+  roctx_utils_snapshot* s = nullptr;
+  if (roctx_utils_session_stop(&s) != ROCTX_UTILS_OK) return;
+  roctx_utils_capture_stats st{sizeof(roctx_utils_capture_stats)};
+  roctx_utils_snapshot_stats(s, &st);
+  if (st.dropped_event_cap + st.dropped_label_cap != 0) {
+    std::fprintf(stderr, "warning: %llu events dropped; the figure is optimistic\n",
+                 static_cast<unsigned long long>(st.dropped_event_cap + st.dropped_label_cap));
+  }
+  roctx_utils_snapshot_free(s);
+}
+
+void BM_RoctxUtils(benchmark::State& state) {
+  for (auto _ : state) {
+    tsl::profiler::RangePush(nullptr, kLabel);
+    tsl::profiler::RangePop(nullptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n <= 0) {
+    std::fprintf(stderr, "%s=%s is not a positive integer; using %lld\n", name, v, static_cast<long long>(fallback));
+    return fallback;
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) {
+    std::fprintf(stderr, "NVTX_INJECTION64_PATH is set: nvtx3_no_tool would measure that tool; unset it\n");
+    return 2;
+  }
+  const int64_t pairs = EnvInt("BENCH_PAIRS", 2000000);
+  const int max_threads = static_cast<int>(EnvInt("BENCH_MAX_THREADS", 16));
+  auto common = [&](benchmark::internal::Benchmark* b) {
+    b->Iterations(pairs)->Repetitions(3)->ReportAggregatesOnly(true)->UseRealTime()->ThreadRange(1, max_threads);
+  };
+  common(benchmark::RegisterBenchmark("nvtx3_no_tool", BM_Nvtx3NoTool));
+  common(benchmark::RegisterBenchmark("boottime_x2", BM_BoottimeX2));
+  common(benchmark::RegisterBenchmark("floor", BM_Floor));
+  common(benchmark::RegisterBenchmark("upstream_model", BM_UpstreamModel)->Setup(upstream::Enable)->Teardown(upstream::Disable));
+  common(benchmark::RegisterBenchmark("roctx_utils", BM_RoctxUtils)->Setup(StartSession)->Teardown(StopSession));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
