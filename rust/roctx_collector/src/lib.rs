@@ -26,8 +26,11 @@ A thread's first event allocates its buffer (and registers it under the registry
 per thread); events go into 4096-event chunks allocated on first need and reused by later
 sessions, so a steady state allocates nothing. Labels are copied once per thread and session
 (a 256-slot cache keyed by an FxHash of the label decides). Pause checks are one relaxed load
-unless a single thread is paused. Timestamps are `CLOCK_BOOTTIME` nanoseconds, the clock
-rocprofiler-sdk stamps kernel and marker records with, read through the vDSO (no syscall).
+unless a single thread is paused. Timestamps are *stamps* (`roctx_sys::clock`): the in-process
+sink reads the invariant TSC where the kernel trusts it (one `rdtsc`, no scaling) and the
+snapshot converts to `CLOCK_BOOTTIME` nanoseconds, the clock rocprofiler-sdk and CUPTI stamp
+kernel and marker records with; elsewhere, and for every SDK or host record, BOOTTIME
+nanoseconds as given. A snapshot's events are always BOOTTIME nanoseconds.
 
 # Rules
 
@@ -227,10 +230,12 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
     let mut interner = string_interner::StringInterner::<string_interner::backend::BucketBackend>::new();
     let mut events = Vec::new();
     let mut stats = Stats::default();
+    // Taken before the buffers are read, so every tick stamp in them lies before its last point.
+    let calibration = roctx_sys::clock::calibration();
     {
         let reg = lock(&g.registry);
         for buffer in &reg.buffers {
-            buffer.drain_into(session, stopping, &mut events, &mut interner, &mut stats);
+            buffer.drain_into(session, stopping, &calibration, &mut events, &mut interner, &mut stats);
         }
     }
     {
@@ -320,7 +325,8 @@ fn paused(tid: u64) -> bool {
         || (PAUSED_ANY_THREAD.load(Ordering::Relaxed) && lock(&globals().paused_tids).contains(&tid))
 }
 
-/// `roctxRangePushA(label)` on the calling thread, at `ts` (ns). `tid` is the thread the record
+/// `roctxRangePushA(label)` on the calling thread, at `ts` (a stamp: BOOTTIME ns, or TSC ticks
+/// tagged with `roctx_sys::clock::TICK_BIT`). `tid` is the thread the record
 /// names (the caller's own for the emitter, the SDK's `thread_id` for callbacks). Returns the
 /// range's push number on this thread ([`Event::seq`]; 0 past the depth limit).
 #[inline]

@@ -20,6 +20,14 @@ pub trait Sink: Sync {
     fn range_stop(&self, id: u64);
 }
 
+/// Now, on the capture clock, noting a calibration point when one is due.
+#[inline]
+fn stamp() -> u64 {
+    let now = roctx_sys::clock::now();
+    roctx_sys::clock::maybe_note_point(now);
+    now
+}
+
 /// The collector's own sink: in-process capture, no SDK involved.
 #[derive(Debug)]
 pub struct InProcess;
@@ -29,20 +37,24 @@ pub static IN_PROCESS: InProcess = InProcess;
 
 // #[inline] here and on `crate::push`/`pop`/`mark`: across the crate boundary, a call per event
 // measured 32 more instructions per captured pair than the inlined path (BENCHMARKS.md).
+//
+// Ranges and marks are stamped with the capture clock (roctx_sys::clock: TSC ticks converted at
+// snapshot time, where the machine allows); start/stop ranges, rare and cross-thread, with
+// CLOCK_BOOTTIME directly.
 impl Sink for InProcess {
     #[inline]
     fn push(&self, label: &[u8]) -> u32 {
-        crate::push(label, crate::now_ns(), crate::current_tid())
+        crate::push(label, stamp(), crate::current_tid())
     }
 
     #[inline]
     fn pop(&self) -> u32 {
-        crate::pop(crate::now_ns(), crate::current_tid())
+        crate::pop(stamp(), crate::current_tid())
     }
 
     #[inline]
     fn mark(&self, label: &[u8]) {
-        crate::mark(label, crate::now_ns(), crate::current_tid());
+        crate::mark(label, stamp(), crate::current_tid());
     }
 
     fn range_start(&self, id: u64, label: &[u8]) {

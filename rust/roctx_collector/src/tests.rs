@@ -386,3 +386,39 @@ fn events_from_thread_local_destructors_after_ours_are_counted() {
     assert_eq!(labels(&s), ["body"]);
     assert_eq!(s.stats.after_thread_exit, 2, "{:?}", s.stats);
 }
+
+/// The in-process sink's stamps (TSC ticks where the machine allows, module docs) come out of a
+/// snapshot as CLOCK_BOOTTIME nanoseconds, between BOOTTIME reads taken around them, and in the
+/// same buffer as SDK-style nanosecond stamps, each converted by its own kind.
+#[test]
+fn sink_stamps_come_out_as_boottime_nanoseconds_next_to_sdk_stamps() {
+    use crate::sink::{Sink, IN_PROCESS};
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    let (before, after, tid) = on_thread(|| {
+        let tid = current_tid();
+        let before = now_ns();
+        IN_PROCESS.push(b"sink range");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        IN_PROCESS.mark(b"sink mark");
+        IN_PROCESS.pop();
+        let after = now_ns();
+        push(b"sdk range", after + 1_000, tid); // an SDK record: BOOTTIME ns as given
+        pop(after + 2_000, tid);
+        (before, after, tid)
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["sink range", "sink mark", "sdk range"]);
+    assert!(s.events.iter().all(|e| e.tid == tid));
+    let (range, mark, sdk) = (&s.events[0], &s.events[1], &s.events[2]);
+    // Not a timing bound: 1 ms is far above the conversion error (half a pair window, tens of
+    // ns, BENCHMARKS.md) and BOOTTIME's slewing over this test; only a wrong unit or a wrong
+    // calibration lands outside it.
+    const SLACK: u64 = 1_000_000;
+    for (what, t) in [("range start", range.start_ns), ("mark", mark.start_ns), ("range end", range.end_ns)] {
+        assert!(t + SLACK >= before && t <= after + SLACK, "{what} {t} not within [{before}, {after}] ({:?})", roctx_sys::clock::source());
+    }
+    assert!(range.start_ns <= mark.start_ns && mark.start_ns <= range.end_ns);
+    assert!(range.end_ns - range.start_ns >= 19_000_000, "the 20 ms sleep measured {} ns", range.end_ns - range.start_ns);
+    assert_eq!((sdk.start_ns, sdk.end_ns), (after + 1_000, after + 2_000));
+}

@@ -127,6 +127,8 @@ pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
 pub const LOG: &str = "ROCTX_UTILS_LOG";
 /// `ROCTX_UTILS_KERNELS`.
 pub const KERNELS: &str = "ROCTX_UTILS_KERNELS";
+/// `ROCTX_UTILS_CLOCK`.
+pub const CLOCK: &str = "ROCTX_UTILS_CLOCK";
 /// `ROCTX_UTILS_ROOFLINE_OUT`.
 pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
 /// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
@@ -148,7 +150,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 18] = [
+pub const VARS: [Var; 19] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -218,6 +220,13 @@ pub const VARS: [Var; 18] = [
         when: When::FirstCall,
         default: "on",
         meaning: "trace GPU kernel dispatches (device timestamps, names, attribution) when rocprofiler-sdk is ours; `0`/`off` turns it off",
+    },
+    Var {
+        name: CLOCK,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "auto",
+        meaning: "the in-process capture clock: `auto` (the invariant TSC when the kernel's clocksource is `tsc`, converted to CLOCK_BOOTTIME at snapshot time; else CLOCK_BOOTTIME), `boottime` (always CLOCK_BOOTTIME)",
     },
     Var {
         name: ROOFLINE_OUT,
@@ -306,6 +315,15 @@ impl CaptureRequest {
     }
 }
 
+/// The in-process capture clock (`ROCTX_UTILS_CLOCK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockRequest {
+    /// The invariant TSC when the machine has one the kernel trusts, else `CLOCK_BOOTTIME`.
+    Auto,
+    /// `CLOCK_BOOTTIME` always.
+    Boottime,
+}
+
 /// How much roctx_utils says on stderr (`ROCTX_UTILS_LOG`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -342,6 +360,8 @@ pub struct Config {
     pub kernels: bool,
     /// `ROCTX_UTILS_ROOFLINE_OUT`, else `GGML_ROOFLINE_OUT`, when set and non-empty.
     pub roofline_out: Option<PathBuf>,
+    /// `ROCTX_UTILS_CLOCK`.
+    pub clock: ClockRequest,
 }
 
 impl Config {
@@ -405,6 +425,18 @@ impl Config {
             }),
         };
 
+        let clock = match lookup(CLOCK) {
+            None => ClockRequest::Auto,
+            Some(raw) => match raw.to_str().map(str::to_ascii_lowercase).as_deref() {
+                Some("auto" | "") => ClockRequest::Auto,
+                Some("boottime") => ClockRequest::Boottime,
+                _ => {
+                    warnings.push(format!("{CLOCK}={raw:?} is not one of auto, boottime; using auto"));
+                    ClockRequest::Auto
+                }
+            },
+        };
+
         let config = Config {
             enable_roctx,
             roctx_library: non_empty(ROCTX_LIBRARY),
@@ -417,6 +449,7 @@ impl Config {
             log,
             kernels,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
+            clock,
         };
         (config, warnings)
     }
@@ -508,6 +541,7 @@ mod tests {
                 log: LogLevel::Warn,
                 kernels: true,
                 roofline_out: None,
+                clock: ClockRequest::Auto,
             }
         );
     }

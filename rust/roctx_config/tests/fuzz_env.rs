@@ -15,7 +15,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use roctx_config::grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
-use roctx_config::{CaptureRequest, Config, LogLevel, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
+use roctx_config::{CaptureRequest, ClockRequest, Config, LogLevel, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
 
 #[path = "../../fuzz/mutate.rs"]
 mod mutate;
@@ -180,6 +180,21 @@ fn check_config(raw: &OsStr, set: &[&str]) {
         true
     };
     assert_eq!(config.kernels, kernels, "{}={raw:?}", roctx_config::KERNELS);
+
+    let clock = if has(roctx_config::CLOCK) {
+        text.and_then(|t| match t.to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(ClockRequest::Auto),
+            "boottime" => Some(ClockRequest::Boottime),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::CLOCK);
+            ClockRequest::Auto
+        })
+    } else {
+        ClockRequest::Auto
+    };
+    assert_eq!(config.clock, clock, "{}={raw:?}", roctx_config::CLOCK);
 
     let path = |name: &str| (has(name) && !raw.is_empty()).then(|| raw.to_os_string());
     let roofline = path(roctx_config::ROOFLINE_OUT).or_else(|| path(roctx_config::GGML_ROOFLINE_OUT));

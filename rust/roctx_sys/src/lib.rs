@@ -10,8 +10,10 @@ library to try, when, and what to tell the user about it is decided above (`roct
 - [`ggml`]: the host's `ggml_tensor` layout and ggml functions, for the llama.cpp drop-in;
 - [`cupti`]: CUPTI's activity API and kernel/correlation records (NVIDIA kernels);
 - [`nvtx`]: NVTX3's injection interface (export tables, callback slots, event attributes);
-- [`os`]: the clock (`CLOCK_BOOTTIME`, the clock of rocprofiler-sdk's records), `gettid`, the host
-  name, `atexit`;
+- [`clock`]: the capture clock (the invariant TSC where the kernel trusts it, else
+  `CLOCK_BOOTTIME`) and its conversion to BOOTTIME at snapshot time;
+- [`os`]: `CLOCK_BOOTTIME` (the clock of rocprofiler-sdk's and CUPTI's records), `gettid`, the
+  host name, `atexit`;
 - [`CText`]: a C string borrowed from the host, measured only when someone needs its bytes;
 - [`output`]: how every file is written: whole or not at all, replacing only regular files
   (`output::replace_regular`) or never replacing anything (`output::write_new`);
@@ -23,6 +25,7 @@ The host's AnnotationStack, the other outbound call, is a cxx bridge and lives i
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, clippy::undocumented_unsafe_blocks)]
 
+pub mod clock;
 mod ctext;
 pub mod cupti;
 pub mod ggml;

@@ -216,7 +216,19 @@ fn start_session_with(
     install_sink(mode);
     let mode = listener::start(options, mode)?;
     install_sink(mode);
+    if mode == CaptureMode::InProcess {
+        log_clock_once();
+    }
     Ok(mode)
+}
+
+/// Says once which clock in-process capture stamps with, and why (`roctx_sys::clock`).
+fn log_clock_once() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        let (source, why) = roctx_sys::clock::choose();
+        log::info(format_args!("capture clock: {source:?}: {why}"));
+    }
 }
 
 /// Stops the session and returns its events; with `ROCTX_UTILS_XSPACE_OUT` set they are
