@@ -466,11 +466,16 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   EXPECT_EQ(Count(json, "\"ph\":\"s\""), 2u) << "an arrow per kernel launched inside a range\n" << json;
 }
 
-TEST_F(NvtxInjection, OnlyTheEntryPointAndTheCApiAreExported) {
+// The entry point, the C API and llama.cpp's hooks (ggml-cuda links this library on CUDA:
+// integrations/llama.cpp); nothing of the Rust runtime or the bundled C++.
+TEST_F(NvtxInjection, OnlyTheEntryPointTheCApiAndTheGgmlHooksAreExported) {
   EXPECT_NE(dlsym(Library(), "InitializeInjectionNvtx2"), nullptr);
   EXPECT_NE(dlsym(Library(), "roctx_utils_session_start"), nullptr);
+  for (const char* hook : {"ggml_cuda_roofline_init", "ggml_cuda_roofline_set_device", "ggml_cuda_roofline_reset",
+                           "ggml_cuda_roofline_begin_op", "ggml_cuda_roofline_fuse_ops"}) {
+    EXPECT_NE(dlsym(Library(), hook), nullptr) << hook;
+  }
   EXPECT_EQ(dlsym(Library(), "_ZN3tsl8profiler15AnnotationStack10PushAnnotationESt17basic_string_viewIcSt11char_traitsIcEE"), nullptr);
-  EXPECT_EQ(dlsym(Library(), "ggml_cuda_roofline_init"), nullptr);
   EXPECT_EQ(dlsym(Library(), "rust_eh_personality"), nullptr);
 }
 
