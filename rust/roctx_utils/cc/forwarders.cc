@@ -1,7 +1,9 @@
-// The drop-in functions whose signatures cxx cannot express (it has no `const void*`): each
-// defines the exact public signature and forwards to the Rust bridge. This file must not
+// The drop-in functions whose signatures cxx cannot express (it has no `const void*`), and
+// DefaultProfilerDomain, answered here once latched: each defines the exact public signature
+// and forwards to the Rust bridge. This file must not
 // include nvtx_utils.h: cxx declares the bridged functions noexcept and the public header
 // does not, so the two must never meet in one translation unit (mangling ignores noexcept).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -9,6 +11,27 @@
 #include "tsl/profiler/lib/roctx_types.h"
 
 namespace tsl::profiler {
+namespace {
+
+// Stands for "not asked yet" (the domain itself may be null); never a real domain.
+char unknown_domain;
+std::atomic<ProfilerDomainHandle> latched_domain{reinterpret_cast<ProfilerDomainHandle>(&unknown_domain)};
+
+}  // namespace
+
+// The emission switch is read once and latched for the process, so after the first call the
+// answer never changes: it is kept here and returned with one relaxed load, without crossing
+// into Rust. An emission-off ScopedAnnotation asks twice (push and pop), and XLA wraps every
+// thunk in one, so this is most of what annotations cost when nobody listens (BENCHMARKS.md).
+// Two threads racing on the first call both ask Rust and store the same value.
+ProfilerDomainHandle DefaultProfilerDomain() {
+  ProfilerDomainHandle domain = latched_domain.load(std::memory_order_relaxed);
+  if (__builtin_expect(domain != reinterpret_cast<ProfilerDomainHandle>(&unknown_domain), 1)) return domain;
+  domain = ::roctx_utils::bridge::default_profiler_domain();
+  latched_domain.store(domain, std::memory_order_relaxed);
+  return domain;
+}
+
 namespace detail {
 
 void RangePush(ProfilerDomainHandle domain, StringHandle title, uint64_t /*schema_id*/,

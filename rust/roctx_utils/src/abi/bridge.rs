@@ -27,8 +27,6 @@ pub mod ffi {
 
     // The drop-in interface, under upstream's names.
     extern "Rust" {
-        #[cxx_name = "DefaultProfilerDomain"]
-        fn default_profiler_domain() -> *mut ProfilerDomain;
         #[cxx_name = "NameCurrentThread"]
         fn name_current_thread(name: &CxxString);
         #[cxx_name = "NameDevice"]
@@ -46,6 +44,8 @@ pub mod ffi {
     // Targets of the C++ forwarders (cc/forwarders.cc).
     #[namespace = "roctx_utils::bridge"]
     extern "Rust" {
+        // DefaultProfilerDomain's first answer; C++ latches it (cc/forwarders.cc).
+        fn default_profiler_domain() -> *mut ProfilerDomain;
         unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget);
         unsafe fn range_push_title_text(
             domain: *mut ProfilerDomain,
