@@ -262,6 +262,7 @@ impl ThreadBuffer {
             return; // nothing recorded by this thread in this session
         }
         events.reserve(inner.len);
+        let mut clock = calibration.converter();
         let mut last: Option<(u32, u32, u32)> = None; // labels repeat: skip re-interning
         for i in 0..inner.len {
             let raw = &inner.chunks[i / CHUNK][i % CHUNK];
@@ -280,8 +281,8 @@ impl ThreadBuffer {
                 kind: raw.kind,
                 tid: raw.tid,
                 end_tid: raw.end_tid,
-                start_ns: calibration.to_ns(raw.start_ns),
-                end_ns: calibration.to_ns(raw.end_ns),
+                start_ns: clock.to_ns(raw.start_ns),
+                end_ns: clock.to_ns(raw.end_ns),
                 label: symbol,
                 depth: raw.depth,
                 seq: raw.seq,
