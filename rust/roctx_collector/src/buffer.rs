@@ -19,6 +19,9 @@ pub const MAX_LABEL_BYTES: usize = 4096;
 const CHUNK: usize = 4096;
 /// Direct-mapped cache of recent labels, so a label that repeats is stored once per thread.
 const DEDUP_SLOTS: usize = 256;
+/// Direct-mapped cache keyed by the label's address: a label passed again from the same place
+/// (a registered string, a thunk's annotation) is found without hashing it, only compared.
+const PTR_SLOTS: usize = 64;
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
 pub(crate) fn clip_label(label: &[u8]) -> &[u8] {
@@ -74,6 +77,14 @@ struct DedupSlot {
     len: u32,
 }
 
+/// Where the bytes last passed from address `ptr` are stored (`len` 0: empty slot).
+#[derive(Debug, Clone, Copy, Default)]
+struct PtrSlot {
+    ptr: usize,
+    off: u32,
+    len: u32,
+}
+
 struct Inner {
     /// Session these contents belong to; a newer session resets them at the next event.
     session: u32,
@@ -81,6 +92,7 @@ struct Inner {
     len: usize,
     labels: Vec<u8>,
     dedup: Box<[DedupSlot; DEDUP_SLOTS]>,
+    by_ptr: [PtrSlot; PTR_SLOTS],
     stack: Vec<Frame>,
     /// Pushes beyond MAX_DEPTH still open.
     overflow: u32,
@@ -107,6 +119,7 @@ impl ThreadBuffer {
                 len: 0,
                 labels: Vec::new(),
                 dedup: Box::new([DedupSlot::default(); DEDUP_SLOTS]),
+                by_ptr: [PtrSlot::default(); PTR_SLOTS],
                 stack: Vec::with_capacity(MAX_DEPTH),
                 overflow: 0,
                 orphans: 0,
@@ -306,6 +319,7 @@ impl Inner {
         self.len = 0; // chunks are kept for reuse
         self.labels.clear();
         *self.dedup = [DedupSlot::default(); DEDUP_SLOTS];
+        self.by_ptr = [PtrSlot::default(); PTR_SLOTS];
         self.orphans += self.stack.len() as u64 + u64::from(self.overflow);
         self.stack.clear();
         self.overflow = 0;
@@ -359,6 +373,23 @@ impl Inner {
             self.stats.truncated_labels += 1;
         }
         let label = clip_label(label);
+        // Same address as a recent label: compare the bytes (the caller may have reused the
+        // memory for other text), no hash.
+        let ptr = label.as_ptr() as usize;
+        let by_ptr = self.by_ptr[(ptr >> 3) % PTR_SLOTS];
+        if by_ptr.ptr == ptr && by_ptr.len as usize == label.len() && by_ptr.len != 0 {
+            let (off, len) = (by_ptr.off as usize, by_ptr.len as usize);
+            if &self.labels[off..off + len] == label {
+                return Some((by_ptr.off, by_ptr.len));
+            }
+        }
+        let stored = self.store_label_hashed(label, cap)?;
+        self.by_ptr[(ptr >> 3) % PTR_SLOTS] = PtrSlot { ptr, off: stored.0, len: stored.1 };
+        Some(stored)
+    }
+
+    /// [`Inner::store_label`] through the content hash.
+    fn store_label_hashed(&mut self, label: &[u8], cap: usize) -> Option<(u32, u32)> {
         let hash = fx_hash(label);
         let slot = &self.dedup[(hash as usize) % DEDUP_SLOTS];
         if slot.hash == hash && slot.len as usize == label.len() {

@@ -422,3 +422,24 @@ fn sink_stamps_come_out_as_boottime_nanoseconds_next_to_sdk_stamps() {
     assert!(range.end_ns - range.start_ns >= 19_000_000, "the 20 ms sleep measured {} ns", range.end_ns - range.start_ns);
     assert_eq!((sdk.start_ns, sdk.end_ns), (after + 1_000, after + 2_000));
 }
+
+/// The address-keyed label cache only skips the hash: text changed in place at the same address
+/// (a reused buffer) is recorded as the new text, whatever its length.
+#[test]
+fn a_label_rewritten_at_the_same_address_is_recorded_as_its_new_text() {
+    let _g = SERIAL.lock();
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        let mut buf = b"alpha-label".to_vec();
+        for (i, text) in [&b"alpha-label"[..], b"bravo-label", b"bravo-label", b"charlie"].iter().enumerate() {
+            buf.clear();
+            buf.extend_from_slice(text);
+            let ts = 10 * i as u64;
+            push(&buf, ts, tid);
+            pop(ts + 1, tid);
+        }
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["alpha-label", "bravo-label", "bravo-label", "charlie"]);
+}
