@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Turns bench/side_by_side's Google Benchmark JSON into BENCHMARKS.md's side-by-side table.
 
-Usage: bench_tables.py RESULT.json [RESULT.json ...] [--write BENCHMARKS.md]
+Usage: bench_tables.py RESULT.json [RESULT.json ...] [--tag TAG] [--write BENCHMARKS.md]
 
 Each RESULT.json is one run of scripts/bench.sh (raw output, committed under bench/results/).
 Its table goes between `<!-- side_by_side:TAG begin -->` and `<!-- side_by_side:TAG end -->`
 in BENCHMARKS.md, TAG being the run's machine tag (bench.sh's BENCH_MACHINE); a tag seen for the
-first time gets its block appended to the "Capture, side by side" section. Without --write the
+first time gets its block appended to the "Capture, side by side" section. --tag replaces the
+machine tag (to keep an older run's table next to the current one's). Without --write the
 tables are printed. Nothing in a table is typed by hand: machine, date, compiler and commit come
 from the run's context.
 """
@@ -34,7 +35,7 @@ def load(path):
     return doc["context"], medians
 
 
-def table(path):
+def table(path, tag=None):
     ctx, med = load(path)
     threads = sorted({t for (_, t) in med})
     per_thread = {k: v * k[1] for k, v in med.items()}  # real time per op x threads
@@ -62,7 +63,7 @@ def table(path):
         lines.append("| %d | %s | %s | %s | %s | %s |" % (t, " | ".join(cells), ratio, vs_up, rate, scaling))
     lines.append("")
     lines.append("ns per push+pop pair per thread (wall time per pair x threads). Scaling: ranges/s at N threads over N x ranges/s at 1.")
-    return ctx.get("machine_tag", "unknown"), "\n".join(lines)
+    return tag or ctx.get("machine_tag", "unknown"), "\n".join(lines)
 
 
 def write(md_path, blocks):
@@ -85,9 +86,11 @@ def write(md_path, blocks):
 def main(argv):
     paths = [a for a in argv if not a.startswith("--")]
     out = argv[argv.index("--write") + 1] if "--write" in argv else None
-    if out:
-        paths.remove(out)
-    blocks = [table(p) for p in paths]
+    tag = argv[argv.index("--tag") + 1] if "--tag" in argv else None
+    for value in (out, tag):
+        if value:
+            paths.remove(value)
+    blocks = [table(p, tag) for p in paths]
     if out:
         write(out, blocks)
     else:
