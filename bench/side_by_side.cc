@@ -34,6 +34,7 @@
 #endif
 
 #include "benchmark/benchmark.h"
+#include "bench/capture_session.h"
 #include "nvtx3/nvToolsExt.h"
 #include "roctx_utils/roctx_utils.h"
 #include "tsl/profiler/lib/nvtx_utils.h"
@@ -206,24 +207,8 @@ void BM_UpstreamModel(benchmark::State& state) {
 
 // ---- roctx_utils ------------------------------------------------------------------------
 
-void StartSession(const benchmark::State&) {
-  roctx_utils_session_options o{};
-  o.struct_size = sizeof(o);
-  o.max_events_per_thread = 1 << 24;  // more than any run: nothing is dropped
-  if (roctx_utils_session_start(&o) != ROCTX_UTILS_OK) std::fprintf(stderr, "roctx_utils: session did not start\n");
-}
-
-void StopSession(const benchmark::State&) {
-  roctx_utils_snapshot* s = nullptr;
-  if (roctx_utils_session_stop(&s) != ROCTX_UTILS_OK) return;
-  roctx_utils_capture_stats st{sizeof(roctx_utils_capture_stats)};
-  roctx_utils_snapshot_stats(s, &st);
-  if (st.dropped_event_cap + st.dropped_label_cap != 0) {
-    std::fprintf(stderr, "warning: %llu events dropped; the figure is optimistic\n",
-                 static_cast<unsigned long long>(st.dropped_event_cap + st.dropped_label_cap));
-  }
-  roctx_utils_snapshot_free(s);
-}
+using roctx_utils_bench::StartSession;
+using roctx_utils_bench::StopSession;
 
 void BM_RoctxUtils(benchmark::State& state) {
   for (auto _ : state) {

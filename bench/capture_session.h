@@ -1,0 +1,34 @@
+// Setup/Teardown for benchmarks that record in-process: a session before each run (big enough
+// that nothing is dropped) and its stop after it, warning if anything was dropped after all.
+#ifndef ROCTX_UTILS_BENCH_CAPTURE_SESSION_H_
+#define ROCTX_UTILS_BENCH_CAPTURE_SESSION_H_
+
+#include <cstdio>
+
+#include "benchmark/benchmark.h"
+#include "roctx_utils/roctx_utils.h"
+
+namespace roctx_utils_bench {
+
+inline void StartSession(const benchmark::State&) {
+  roctx_utils_session_options o{};
+  o.struct_size = sizeof(o);
+  o.max_events_per_thread = 1 << 24;  // larger than any run, so nothing is dropped
+  if (roctx_utils_session_start(&o) != ROCTX_UTILS_OK) std::fprintf(stderr, "roctx_utils: session did not start\n");
+}
+
+inline void StopSession(const benchmark::State&) {
+  roctx_utils_snapshot* s = nullptr;
+  if (roctx_utils_session_stop(&s) != ROCTX_UTILS_OK) return;
+  roctx_utils_capture_stats st{sizeof(roctx_utils_capture_stats)};
+  roctx_utils_snapshot_stats(s, &st);
+  if (st.dropped_event_cap + st.dropped_label_cap != 0) {
+    std::fprintf(stderr, "warning: %llu events dropped; the figure is optimistic\n",
+                 static_cast<unsigned long long>(st.dropped_event_cap + st.dropped_label_cap));
+  }
+  roctx_utils_snapshot_free(s);
+}
+
+}  // namespace roctx_utils_bench
+
+#endif  // ROCTX_UTILS_BENCH_CAPTURE_SESSION_H_
