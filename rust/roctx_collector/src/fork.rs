@@ -11,6 +11,10 @@
 //!   parent's to write; the child's trace holds the child's events, under its own pid and tid);
 //! - start/stop ranges, thread names and paused threads of the parent are forgotten.
 //!
+//! The capture clock's calibration points (`roctx_sys::clock`) are held too, last: a snapshot
+//! takes them under the session lock, and a child that inherited them locked would wait
+//! forever at its first snapshot (seen: 2-6 of 60 children in `tests/fork.rs` before this).
+//!
 //! Per-thread buffer locks are not taken: only their owner and a snapshot (excluded by the
 //! session lock) ever lock one.
 
@@ -28,6 +32,8 @@ struct Held {
     ranges: MutexGuard<'static, ProcessRanges>,
     names: MutexGuard<'static, BTreeMap<u64, String>>,
     paused: MutexGuard<'static, Vec<u64>>,
+    /// Last in the order: a snapshot takes it while holding the session lock.
+    _clock: roctx_sys::clock::ForkGuard,
 }
 
 thread_local! {
@@ -44,6 +50,7 @@ pub fn prepare() {
         ranges: lock(&g.process_ranges),
         names: lock(&g.names),
         paused: lock(&g.paused_tids),
+        _clock: roctx_sys::clock::fork_prepare(),
     };
     let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
 }

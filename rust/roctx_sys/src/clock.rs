@@ -23,7 +23,7 @@
 //! unstable) uses BOOTTIME, and [`choose`]'s reason says why.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use roctx_config::ClockRequest;
 
@@ -159,6 +159,17 @@ fn note_point(pair: (u64, u64)) {
     }
 }
 
+/// The calibration points' lock, held across `fork()` by the runtime's atfork handlers (through
+/// the collector's), so that a child never starts with it locked by a thread it does not have.
+/// Dropping it (in the parent and in the child) releases it.
+#[derive(Debug)]
+pub struct ForkGuard(#[allow(dead_code)] MutexGuard<'static, Vec<(u64, u64)>>);
+
+/// Takes the calibration points' lock for a `fork()` (see [`ForkGuard`]).
+pub fn fork_prepare() -> ForkGuard {
+    ForkGuard(POINTS.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
 /// A calibration for the stamps taken so far: every point noted, plus one read now.
 pub fn calibration() -> Calibration {
     if source() != Source::Tsc {
@@ -166,14 +177,9 @@ pub fn calibration() -> Calibration {
     }
     let now = read_pair();
     note_point(now);
-    let mut points: Vec<(u64, u64)> = Vec::new();
-    for _ in 0..1000 {
-        if let Ok(p) = POINTS.try_lock() {
-            points = p.clone();
-            break;
-        }
-        std::thread::yield_now();
-    }
+    // Blocking is fine here (a snapshot, not the hot path): writers hold the lock for one push,
+    // and a fork never leaves it held in the child (fork_prepare).
+    let mut points = POINTS.lock().unwrap_or_else(PoisonError::into_inner).clone();
     if points.last().map_or(true, |&(t, _)| t < now.0) {
         points.push(now);
     }
