@@ -114,9 +114,8 @@ while IFS= read -r line; do
     >"$WORK/ncu/case_$n.csv" 2>"$WORK/ncu/case_$n.err" || tail -n 3 "$WORK/ncu/case_$n.err"
 done <"$OPS"
 tar -C "$WORK" -czf "$OUTDIR/llama_ncu.tar.gz" ncu
-"$BIN/roctx" roofline "$REPORT" --device h200 --top 0 | tee "$OUTDIR/llama_roofline.txt" | head -n 16
+"$BIN/roctx" roofline "$REPORT" --device h200 --top 0 --svg "$OUTDIR/llama_roofline.svg" | tee "$OUTDIR/llama_roofline.txt" | head -n 16
 "$BIN/roctx" roofline "$REPORT" --device h200 --json >"$WORK/llama_analysis.json"
-"$BIN/roctx" roofline "$REPORT" --device h200 --svg "$OUTDIR/llama_roofline.svg" >/dev/null
 python3 scripts/nvidia/compare_llama.py "$OPS" "$REPORT" "$WORK/llama_analysis.json" "$WORK/ncu" \
   "$OUTDIR/llama_ours.log" "$WORK/llama_roofline_pdl.json" "$OUTDIR/llama_ours_pdl.log" \
   | tee "$OUTDIR/compare_llama.txt"

@@ -77,7 +77,7 @@ struct DedupSlot {
     len: u32,
 }
 
-/// Where the bytes last passed from address `ptr` are stored (`len` 0: empty slot).
+/// Where the bytes last passed from address `ptr` are stored (`ptr` 0: empty slot).
 #[derive(Debug, Clone, Copy, Default)]
 struct PtrSlot {
     ptr: usize,
@@ -375,16 +375,18 @@ impl Inner {
         let label = clip_label(label);
         // Same address as a recent label: compare the bytes (the caller may have reused the
         // memory for other text), no hash.
+        // A slice's address is never 0, so an empty slot (ptr 0) never matches.
         let ptr = label.as_ptr() as usize;
-        let by_ptr = self.by_ptr[(ptr >> 3) % PTR_SLOTS];
-        if by_ptr.ptr == ptr && by_ptr.len as usize == label.len() && by_ptr.len != 0 {
+        let slot = (ptr >> 3) % PTR_SLOTS;
+        let by_ptr = self.by_ptr[slot];
+        if by_ptr.ptr == ptr && by_ptr.len as usize == label.len() {
             let (off, len) = (by_ptr.off as usize, by_ptr.len as usize);
             if &self.labels[off..off + len] == label {
                 return Some((by_ptr.off, by_ptr.len));
             }
         }
         let stored = self.store_label_hashed(label, cap)?;
-        self.by_ptr[(ptr >> 3) % PTR_SLOTS] = PtrSlot { ptr, off: stored.0, len: stored.1 };
+        self.by_ptr[slot] = PtrSlot { ptr, off: stored.0, len: stored.1 };
         Some(stored)
     }
 

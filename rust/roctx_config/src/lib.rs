@@ -70,11 +70,7 @@ pub enum When {
 /// `GGML_CUDA_DISABLE_GRAPHS=1`, unless the user set it (any value, even empty, is theirs).
 /// Returns whether it set it. Call before ggml's backend reads it (its first stream).
 pub fn disable_cuda_graphs() -> bool {
-    if std::env::var_os(GGML_CUDA_DISABLE_GRAPHS).is_some() {
-        return false;
-    }
-    std::env::set_var(GGML_CUDA_DISABLE_GRAPHS, "1");
-    true
+    set_unless_users(GGML_CUDA_DISABLE_GRAPHS, "1")
 }
 
 /// `GGML_CUDA_PDL=0`, unless the user set it. Returns whether it set it. Call before ggml's
@@ -85,10 +81,16 @@ pub fn disable_cuda_graphs() -> bool {
 /// in part of the one before: per-op device times overlap and count that time twice (measured
 /// on an H200: a decode MUL_MAT's per-op times summed to 3.5 % more than the loop's wall time).
 pub fn disable_cuda_pdl() -> bool {
-    if std::env::var_os(GGML_CUDA_PDL).is_some() {
+    set_unless_users(GGML_CUDA_PDL, "0")
+}
+
+/// Sets `name` to `value` unless it is set (any value, even empty, is the user's); returns
+/// whether it set it.
+fn set_unless_users(name: &str, value: &str) -> bool {
+    if std::env::var_os(name).is_some() {
         return false;
     }
-    std::env::set_var(GGML_CUDA_PDL, "0");
+    std::env::set_var(name, value);
     true
 }
 

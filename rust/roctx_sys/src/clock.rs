@@ -80,7 +80,7 @@ pub fn choose() -> (Source, &'static str) {
     (source, REASON.get().map_or("", String::as_str))
 }
 
-/// The source in use (choosing it with [`Preference::Auto`] if nobody has).
+/// The source in use (chosen by [`choose`] if nobody has yet).
 #[inline]
 pub fn source() -> Source {
     match SOURCE.load(Ordering::Relaxed) {
@@ -134,8 +134,7 @@ fn note_point_slow(seen: u64) {
 }
 
 fn note_point(pair: (u64, u64)) {
-    // try_lock: never wait on the hot path, and never deadlock in a fork child whose parent held
-    // the lock (a missed point only widens one interval).
+    // try_lock: never wait on the hot path (a missed point only widens one interval).
     let Ok(mut points) = POINTS.try_lock() else { return };
     if points.last().is_some_and(|&(t, _)| pair.0 <= t) {
         return;
@@ -154,8 +153,11 @@ fn note_point(pair: (u64, u64)) {
         POINT_INTERVAL_TICKS.store(POINT_EVERY_NS, Ordering::Relaxed);
     }
     if points.len() > MAX_POINTS {
-        let kept: Vec<(u64, u64)> = points.iter().copied().enumerate().filter(|(i, _)| i % 2 == 0).map(|(_, p)| p).collect();
-        *points = kept;
+        let mut i = 0;
+        points.retain(|_| {
+            i += 1;
+            i % 2 == 1 // keeps the 1st, 3rd, ...
+        });
     }
 }
 
@@ -339,19 +341,6 @@ fn read_pair() -> (u64, u64) {
         }
     }
     (best.1, best.2)
-}
-
-/// The width, in ticks, of the window in which the last [`read_pair`] placed its BOOTTIME read
-/// (the error bound of one point is half of it): for BENCHMARKS.md.
-pub fn pair_window_ticks() -> u64 {
-    let mut best = u64::MAX;
-    for _ in 0..5 {
-        let a = rdtsc();
-        let _ = boottime_ns();
-        let c = rdtsc();
-        best = best.min(c.wrapping_sub(a));
-    }
-    best
 }
 
 #[inline]
