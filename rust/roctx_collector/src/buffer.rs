@@ -1,70 +1,100 @@
-//! One thread's buffer: its range stack, its recorded events and its label bytes. Only the
-//! owning thread appends; a snapshot locks it briefly to copy out, so the mutex is uncontended
-//! on the hot path.
+//! One thread's buffer, in two halves:
+//!
+//! - [`Owner`], in the owning thread's thread-local and touched by nobody else: the range stack,
+//!   the label caches, the write position. No lock.
+//! - [`Shared`], which a snapshot reads: 24-byte event slots in chunks, the published length,
+//!   the labels, the counters. The owner writes a slot with relaxed stores and publishes it
+//!   with one release store of the length; a snapshot reads the length with acquire, then the
+//!   slots below it. The owner takes a mutex only to add a chunk (once per 4096 events, and
+//!   only the first time the thread gets that far) or a label it has not stored this session;
+//!   a snapshot takes the same two, so they are uncontended except against a snapshot.
+//!
+//! # Slot layout (three `u64` words)
+//!
+//! | word | bits | |
+//! |---|---|---|
+//! | 0 | 0..64 | start stamp |
+//! | 1 | 0..32 | label id (index into this thread's labels of the session) |
+//! | 1 | 32..64 | end - start, in stamp units |
+//! | 2 | 0..32 | push number ([`crate::Event::seq`]) |
+//! | 2 | 32..48 | depth |
+//! | 2 | 48..56 | [`EventKind`] |
+//! | 2 | 56 | LONG: the next slot holds end stamp, thread id, end thread id |
+//!
+//! The thread id is stored once per buffer and session (the first recorded event's). An event
+//! whose duration does not fit in 32 bits (about 1.4 s of TSC ticks, 4.2 s of nanoseconds),
+//! whose end precedes its start or is on the other clock, or whose thread ids differ from the
+//! buffer's (a start/stop range ended on another thread) is LONG and takes two slots.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use string_interner::backend::BucketBackend;
 use string_interner::StringInterner;
 
 use super::{Ctx, Event, EventKind, Outcome, Stats};
+use crate::model::AtomicStats;
 
 /// Deepest push/pop nesting recorded per thread; deeper ranges are counted, not recorded, and
 /// the nesting stays balanced.
 pub const MAX_DEPTH: usize = 256;
 /// Longest label kept, in bytes; longer labels keep their first bytes.
 pub const MAX_LABEL_BYTES: usize = 4096;
-/// Events per chunk: chunks are allocated on first need and reused by later sessions.
+/// Slots per chunk: chunks are allocated on first need and reused by later sessions.
 const CHUNK: usize = 4096;
-/// Direct-mapped cache of recent labels, so a label that repeats is stored once per thread.
+/// `u64` words per slot (24 bytes).
+const WORDS: usize = 3;
+const _: () = assert!(WORDS * std::mem::size_of::<u64>() == 24, "a recorded range takes 24 bytes");
+/// Direct-mapped cache of recent labels by content hash, so a label that repeats is stored
+/// once per thread.
 const DEDUP_SLOTS: usize = 256;
 /// Direct-mapped cache keyed by the label's address: a label passed again from the same place
 /// (a registered string, a thunk's annotation) is found without hashing it, only compared.
 const PTR_SLOTS: usize = 64;
+
+const LONG: u64 = 1 << 56;
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
 pub(crate) fn clip_label(label: &[u8]) -> &[u8] {
     &label[..label.len().min(MAX_LABEL_BYTES)]
 }
 
-#[derive(Debug, Clone, Copy)]
-struct RawEvent {
-    start_ns: u64,
-    end_ns: u64,
-    tid: u64,
-    end_tid: u64,
-    label_off: u32,
-    label_len: u32,
-    /// The range's per-thread push number ([`crate::Event::seq`]); 0 for marks and spans.
-    seq: u32,
-    kind: EventKind,
-    depth: u16,
+/// The half a snapshot reads (module docs).
+pub(crate) struct Shared {
+    exited: AtomicBool,
+    /// Session the published contents belong to; stored last when the owner moves to a new one.
+    session: AtomicU32,
+    /// Slots published.
+    len: AtomicUsize,
+    /// Thread id of the session's events (the first recorded one's).
+    tid: AtomicU64,
+    /// Ranges open on the owner's stack that will be recorded at their pop.
+    open_recording: AtomicU64,
+    stats: AtomicStats,
+    chunks: Mutex<Vec<Arc<[AtomicU64]>>>,
+    /// This session's labels, by id.
+    labels: Mutex<Vec<Arc<[u8]>>>,
 }
 
-const EMPTY_EVENT: RawEvent = RawEvent {
-    start_ns: 0,
-    end_ns: 0,
-    tid: 0,
-    end_tid: 0,
-    label_off: 0,
-    label_len: 0,
-    seq: 0,
-    kind: EventKind::Range,
-    depth: 0,
-};
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("session", &self.session).field("len", &self.len).finish_non_exhaustive()
+    }
+}
 
 /// What a pushed range will become at its pop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
-    Record { label_off: u32, label_len: u32 },
+    Record { label: u32 },
     Skip(Outcome),
     LabelCapped,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Frame {
-    start_ns: u64,
+    start: u64,
     /// This thread's push number of the range (from 1, wrapping past 0).
     seq: u32,
     fate: Fate,
@@ -73,26 +103,21 @@ struct Frame {
 #[derive(Debug, Clone, Copy, Default)]
 struct DedupSlot {
     hash: u64,
-    off: u32,
-    len: u32,
+    /// Label id + 1 (0: empty slot).
+    id: u32,
 }
 
-/// Where the bytes last passed from address `ptr` are stored (`ptr` 0: empty slot).
+/// The label last passed from address `ptr` (`ptr` 0: empty slot; no slice has address 0).
 #[derive(Debug, Clone, Copy, Default)]
 struct PtrSlot {
     ptr: usize,
-    off: u32,
-    len: u32,
+    id: u32,
 }
 
-struct Inner {
-    /// Session these contents belong to; a newer session resets them at the next event.
+/// The owner's half (module docs).
+pub(crate) struct Owner {
+    /// Session the owner's state belongs to; a newer session resets it at the next event.
     session: u32,
-    chunks: Vec<Box<[RawEvent]>>,
-    len: usize,
-    labels: Vec<u8>,
-    dedup: Box<[DedupSlot; DEDUP_SLOTS]>,
-    by_ptr: [PtrSlot; PTR_SLOTS],
     stack: Vec<Frame>,
     /// Pushes beyond MAX_DEPTH still open.
     overflow: u32,
@@ -100,164 +125,84 @@ struct Inner {
     orphans: u64,
     /// Pushes this thread made, for the process's lifetime (the last range's [`Frame::seq`]).
     pushes: u32,
-    stats: Stats,
+    /// Events recorded this session (the event cap counts these; a LONG one takes two slots).
+    events: usize,
+    /// Slots written this session (published as [`Shared::len`]).
+    slots: usize,
+    /// The same chunks as [`Shared::chunks`], reachable without its lock.
+    chunks: Vec<Arc<[AtomicU64]>>,
+    /// Thread id stored in [`Shared::tid`] this session, once an event was recorded.
+    tid: Option<u64>,
+    open_recording: u64,
+    /// The same labels as [`Shared::labels`].
+    labels: Vec<Arc<[u8]>>,
+    label_bytes: usize,
+    dedup: Box<[DedupSlot; DEDUP_SLOTS]>,
+    by_ptr: [PtrSlot; PTR_SLOTS],
 }
 
-/// See the module docs.
+/// A thread's buffer as its thread-local holds it.
 pub(crate) struct ThreadBuffer {
-    exited: AtomicBool,
-    inner: Mutex<Inner>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) owner: RefCell<Owner>,
 }
 
 impl ThreadBuffer {
     pub(crate) fn new() -> ThreadBuffer {
         ThreadBuffer {
-            exited: AtomicBool::new(false),
-            inner: Mutex::new(Inner {
+            shared: Arc::new(Shared {
+                exited: AtomicBool::new(false),
+                session: AtomicU32::new(0),
+                len: AtomicUsize::new(0),
+                tid: AtomicU64::new(0),
+                open_recording: AtomicU64::new(0),
+                stats: AtomicStats::default(),
+                chunks: Mutex::new(Vec::new()),
+                labels: Mutex::new(Vec::new()),
+            }),
+            owner: RefCell::new(Owner {
                 session: 0,
-                chunks: Vec::new(),
-                len: 0,
-                labels: Vec::new(),
-                dedup: Box::new([DedupSlot::default(); DEDUP_SLOTS]),
-                by_ptr: [PtrSlot::default(); PTR_SLOTS],
                 stack: Vec::with_capacity(MAX_DEPTH),
                 overflow: 0,
                 orphans: 0,
                 pushes: 0,
-                stats: Stats::default(),
+                events: 0,
+                slots: 0,
+                chunks: Vec::new(),
+                tid: None,
+                open_recording: 0,
+                labels: Vec::new(),
+                label_bytes: 0,
+                dedup: Box::new([DedupSlot::default(); DEDUP_SLOTS]),
+                by_ptr: [PtrSlot::default(); PTR_SLOTS],
             }),
         }
     }
+}
 
+#[inline]
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Shared {
     pub(crate) fn exited(&self) -> bool {
         self.exited.load(Ordering::Acquire)
     }
 
-    /// Returns the range's push number (0 past [`MAX_DEPTH`]).
-    pub(crate) fn push(&self, label: &[u8], ts: u64, ctx: &Ctx, paused: bool) -> u32 {
-        let mut inner = self.inner.lock();
-        inner.sync(ctx);
-        if inner.stack.len() >= MAX_DEPTH {
-            inner.overflow += 1;
-            if ctx.recording {
-                inner.stats.dropped_too_deep += 1;
-            }
-            return 0;
-        }
-        inner.pushes = inner.pushes.wrapping_add(1).max(1);
-        let seq = inner.pushes;
-        let fate = if !ctx.recording {
-            Fate::Skip(Outcome::OutsideSession)
-        } else if paused {
-            Fate::Skip(Outcome::Paused)
-        } else if label.is_empty() {
-            Fate::Skip(Outcome::EmptyLabel)
-        } else {
-            match inner.store_label(label, ctx.cap_label_bytes) {
-                Some((label_off, label_len)) => Fate::Record { label_off, label_len },
-                None => Fate::LabelCapped,
-            }
-        };
-        inner.stack.push(Frame { start_ns: ts, seq, fate });
-        seq
-    }
-
-    /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
-    /// Returns the push number of the range now innermost (0: none).
-    pub(crate) fn pop(&self, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) -> u32 {
-        let mut inner = self.inner.lock();
-        inner.sync(ctx);
-        if inner.overflow > 0 {
-            inner.overflow -= 1;
-            return inner.innermost();
-        }
-        let Some(frame) = inner.stack.pop() else {
-            if inner.orphans > 0 {
-                inner.orphans -= 1;
-                inner.count(Outcome::OutsideSession, ctx);
-            } else if opened_unseen {
-                inner.count(Outcome::OutsideSession, ctx);
-            } else if ctx.recording {
-                inner.stats.unmatched_pops += 1;
-            }
-            return 0;
-        };
-        match frame.fate {
-            // Pushed in this session, popped after it stopped: already counted as open at stop.
-            Fate::Record { .. } if !ctx.recording => {}
-            Fate::Record { label_off, label_len } => {
-                let depth = inner.stack.len() as u16; // CAST: bounded by MAX_DEPTH
-                inner.record(
-                    RawEvent { start_ns: frame.start_ns, end_ns: ts, tid, end_tid: tid, label_off, label_len, seq: frame.seq, kind: EventKind::Range, depth },
-                    ctx,
-                );
-            }
-            Fate::Skip(outcome) => inner.count(outcome, ctx),
-            Fate::LabelCapped => {
-                if ctx.recording {
-                    inner.stats.dropped_label_cap += 1;
-                }
-            }
-        }
-        inner.innermost()
-    }
-
-    pub(crate) fn mark(&self, label: &[u8], ts: u64, tid: u64, ctx: &Ctx, paused: bool) {
-        self.instant_or_span(label, ts, ts, tid, tid, EventKind::Mark, ctx, paused);
-    }
-
-    pub(crate) fn record_process_range(&self, label: &str, start_ns: u64, end_ns: u64, tid: u64, end_tid: u64, ctx: &Ctx) {
-        self.instant_or_span(label.as_bytes(), start_ns, end_ns, tid, end_tid, EventKind::ProcessRange, ctx, false);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn instant_or_span(&self, label: &[u8], start_ns: u64, end_ns: u64, tid: u64, end_tid: u64, kind: EventKind, ctx: &Ctx, paused: bool) {
-        let mut inner = self.inner.lock();
-        inner.sync(ctx);
+    fn count(&self, outcome: Outcome, ctx: &Ctx) {
         if !ctx.recording {
             return;
         }
-        if paused {
-            inner.stats.paused += 1;
-        } else if label.is_empty() {
-            inner.stats.dropped_empty_label += 1;
-        } else if inner.len >= ctx.cap_events {
-            inner.stats.dropped_event_cap += 1;
-        } else if let Some((label_off, label_len)) = inner.store_label(label, ctx.cap_label_bytes) {
-            inner.record(RawEvent { start_ns, end_ns, tid, end_tid, label_off, label_len, seq: 0, kind, depth: 0 }, ctx);
-        } else {
-            inner.stats.dropped_label_cap += 1;
-        }
-    }
-
-    pub(crate) fn current_label(&self, ctx: &Ctx) -> String {
-        let mut inner = self.inner.lock();
-        inner.sync(ctx);
-        match inner.stack.last() {
-            Some(Frame { fate: Fate::Record { label_off, label_len }, .. }) if ctx.recording => {
-                let (off, len) = (*label_off as usize, *label_len as usize);
-                String::from_utf8_lossy(&inner.labels[off..off + len]).into_owned()
-            }
-            _ => String::new(),
-        }
-    }
-
-    pub(crate) fn count(&self, outcome: Outcome, ctx: &Ctx) {
-        let mut inner = self.inner.lock();
-        inner.sync(ctx);
-        inner.count(outcome, ctx);
-    }
-
-    /// The owner thread is exiting: its open ranges will never close.
-    pub(crate) fn thread_exited(&self, session: u32, active: bool) {
-        let mut inner = self.inner.lock();
-        if active && inner.session == session {
-            let open = inner.open_recording();
-            inner.stats.open_at_thread_exit += open;
-        }
-        inner.stack.clear();
-        inner.overflow = 0;
-        self.exited.store(true, Ordering::Release);
+        let s = &self.stats;
+        bump(match outcome {
+            Outcome::OutsideSession => &s.begun_outside_session,
+            Outcome::Paused => &s.paused,
+            Outcome::EmptyLabel => &s.dropped_empty_label,
+            Outcome::UnmatchedStop => &s.unmatched_stops,
+            Outcome::OpenRangeCapped => &s.dropped_open_range_cap,
+            Outcome::Truncated => &s.truncated_labels,
+        });
     }
 
     /// Copies this thread's events of `session` out, interning labels, and adds its counters.
@@ -270,79 +215,225 @@ impl ThreadBuffer {
         interner: &mut StringInterner<BucketBackend>,
         stats: &mut Stats,
     ) {
-        let inner = self.inner.lock();
-        if inner.session != session {
+        if self.session.load(Ordering::Acquire) != session {
             return; // nothing recorded by this thread in this session
         }
-        events.reserve(inner.len);
+        // Both locks before the length: a slot below it names a chunk and a label the owner
+        // added (under these locks) before publishing it.
+        let chunks = self.chunks.lock();
+        let labels = self.labels.lock();
+        let len = self.len.load(Ordering::Acquire);
+        let tid = self.tid.load(Ordering::Relaxed);
         let mut clock = calibration.converter();
-        let mut last: Option<(u32, u32, u32)> = None; // labels repeat: skip re-interning
-        for i in 0..inner.len {
-            let raw = &inner.chunks[i / CHUNK][i % CHUNK];
-            let symbol = match last {
-                Some((off, len, sym)) if off == raw.label_off && len == raw.label_len => sym,
-                _ => {
-                    let bytes = &inner.labels[raw.label_off as usize..(raw.label_off + raw.label_len) as usize];
-                    let sym = interner.get_or_intern(String::from_utf8_lossy(bytes));
-                    // CAST: symbols are u32-backed.
-                    let sym = string_interner::Symbol::to_usize(sym) as u32;
-                    last = Some((raw.label_off, raw.label_len, sym));
-                    sym
-                }
+        let mut symbols = vec![u32::MAX; labels.len()];
+        let word = |slot: usize, w: usize| chunks[slot / CHUNK][(slot % CHUNK) * WORDS + w].load(Ordering::Relaxed);
+        events.reserve(len);
+        let (mut slot, mut recorded) = (0, 0u64);
+        while slot < len {
+            let (start, w1, w2) = (word(slot, 0), word(slot, 1), word(slot, 2));
+            let (end, tid, end_tid) = if w2 & LONG != 0 {
+                slot += 1;
+                (word(slot, 0), word(slot, 1), word(slot, 2))
+            } else {
+                (start.wrapping_add(w1 >> 32), tid, tid)
+            };
+            slot += 1;
+            let id = (w1 as u32) as usize; // CAST: the low half is the label id
+            let Some(symbol) = symbols.get_mut(id) else { continue }; // never: ids are stored first
+            if *symbol == u32::MAX {
+                let sym = interner.get_or_intern(String::from_utf8_lossy(&labels[id]));
+                // CAST: symbols are u32-backed.
+                *symbol = string_interner::Symbol::to_usize(sym) as u32;
+            }
+            let kind = match (w2 >> 48) as u8 {
+                // CAST: the kind byte
+                1 => EventKind::Mark,
+                2 => EventKind::ProcessRange,
+                _ => EventKind::Range,
             };
             events.push(Event {
-                kind: raw.kind,
-                tid: raw.tid,
-                end_tid: raw.end_tid,
-                start_ns: clock.to_ns(raw.start_ns),
-                end_ns: clock.to_ns(raw.end_ns),
-                label: symbol,
-                depth: raw.depth,
-                seq: raw.seq,
+                kind,
+                tid,
+                end_tid,
+                start_ns: clock.to_ns(start),
+                end_ns: clock.to_ns(end),
+                label: *symbol,
+                depth: (w2 >> 32) as u16, // CAST: the depth bits
+                seq: w2 as u32,           // CAST: the low half is the push number
             });
+            recorded += 1;
         }
-        stats.add(&inner.stats);
+        let mut own = self.stats.load();
+        own.recorded = recorded;
+        stats.add(&own);
         if stopping {
-            stats.open_at_stop += inner.open_recording();
+            stats.open_at_stop += self.open_recording.load(Ordering::Relaxed);
         }
     }
 }
 
-impl Inner {
+impl Owner {
     /// Moves this buffer to the current session, dropping the previous session's contents.
     #[inline]
-    fn sync(&mut self, ctx: &Ctx) {
-        if self.session == ctx.session {
-            return;
+    fn sync(&mut self, shared: &Shared, ctx: &Ctx) {
+        if self.session != ctx.session {
+            self.new_session(shared, ctx);
         }
+    }
+
+    #[cold]
+    fn new_session(&mut self, shared: &Shared, ctx: &Ctx) {
         self.session = ctx.session;
-        self.len = 0; // chunks are kept for reuse
+        self.events = 0;
+        self.slots = 0; // chunks are kept for reuse
+        self.tid = None;
         self.labels.clear();
+        self.label_bytes = 0;
         *self.dedup = [DedupSlot::default(); DEDUP_SLOTS];
         self.by_ptr = [PtrSlot::default(); PTR_SLOTS];
         self.orphans += self.stack.len() as u64 + u64::from(self.overflow);
         self.stack.clear();
         self.overflow = 0;
-        self.stats = Stats::default();
+        self.open_recording = 0;
+        shared.labels.lock().clear();
+        shared.len.store(0, Ordering::Relaxed);
+        shared.tid.store(0, Ordering::Relaxed);
+        shared.open_recording.store(0, Ordering::Relaxed);
+        shared.stats.reset();
+        // Last: a snapshot that sees the new session sees the reset above.
+        shared.session.store(ctx.session, Ordering::Release);
     }
 
-    fn open_recording(&self) -> u64 {
-        self.stack.iter().filter(|f| matches!(f.fate, Fate::Record { .. })).count() as u64
+    /// Returns the range's push number (0 past [`MAX_DEPTH`]).
+    #[inline]
+    pub(crate) fn push(&mut self, shared: &Shared, label: &[u8], ts: u64, ctx: &Ctx, paused: bool) -> u32 {
+        self.sync(shared, ctx);
+        if self.stack.len() >= MAX_DEPTH {
+            self.overflow += 1;
+            if ctx.recording {
+                bump(&shared.stats.dropped_too_deep);
+            }
+            return 0;
+        }
+        self.pushes = self.pushes.wrapping_add(1).max(1);
+        let seq = self.pushes;
+        let fate = if !ctx.recording {
+            Fate::Skip(Outcome::OutsideSession)
+        } else if paused {
+            Fate::Skip(Outcome::Paused)
+        } else if label.is_empty() {
+            Fate::Skip(Outcome::EmptyLabel)
+        } else {
+            match self.store_label(shared, label, ctx.cap_label_bytes) {
+                Some(label) => {
+                    self.open_recording += 1;
+                    shared.open_recording.store(self.open_recording, Ordering::Relaxed);
+                    Fate::Record { label }
+                }
+                None => Fate::LabelCapped,
+            }
+        };
+        self.stack.push(Frame { start: ts, seq, fate });
+        seq
     }
 
-    fn count(&mut self, outcome: Outcome, ctx: &Ctx) {
+    /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
+    /// Returns the push number of the range now innermost (0: none).
+    #[inline]
+    pub(crate) fn pop(&mut self, shared: &Shared, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) -> u32 {
+        self.sync(shared, ctx);
+        if self.overflow > 0 {
+            self.overflow -= 1;
+            return self.innermost();
+        }
+        let Some(frame) = self.stack.pop() else {
+            if self.orphans > 0 {
+                self.orphans -= 1;
+                shared.count(Outcome::OutsideSession, ctx);
+            } else if opened_unseen {
+                shared.count(Outcome::OutsideSession, ctx);
+            } else if ctx.recording {
+                bump(&shared.stats.unmatched_pops);
+            }
+            return 0;
+        };
+        match frame.fate {
+            Fate::Record { label } => {
+                self.open_recording -= 1;
+                shared.open_recording.store(self.open_recording, Ordering::Relaxed);
+                // Pushed in this session, popped after it stopped: already counted as open at
+                // stop.
+                if ctx.recording {
+                    let depth = self.stack.len() as u16; // CAST: bounded by MAX_DEPTH
+                    let seq = frame.seq;
+                    self.record(shared, Slot { start: frame.start, end: ts, tid, end_tid: tid, label, seq, kind: EventKind::Range, depth }, ctx);
+                }
+            }
+            Fate::Skip(outcome) => shared.count(outcome, ctx),
+            Fate::LabelCapped => {
+                if ctx.recording {
+                    bump(&shared.stats.dropped_label_cap);
+                }
+            }
+        }
+        self.innermost()
+    }
+
+    #[inline]
+    pub(crate) fn mark(&mut self, shared: &Shared, label: &[u8], ts: u64, tid: u64, ctx: &Ctx, paused: bool) {
+        self.instant_or_span(shared, label, (ts, ts), (tid, tid), EventKind::Mark, ctx, paused);
+    }
+
+    /// A start/stop range `(start, end)`, started on thread `tids.0` and stopped on `tids.1`.
+    pub(crate) fn record_process_range(&mut self, shared: &Shared, label: &str, span: (u64, u64), tids: (u64, u64), ctx: &Ctx) {
+        self.instant_or_span(shared, label.as_bytes(), span, tids, EventKind::ProcessRange, ctx, false);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn instant_or_span(&mut self, shared: &Shared, label: &[u8], (start, end): (u64, u64), (tid, end_tid): (u64, u64), kind: EventKind, ctx: &Ctx, paused: bool) {
+        self.sync(shared, ctx);
         if !ctx.recording {
             return;
         }
-        let s = &mut self.stats;
-        match outcome {
-            Outcome::OutsideSession => s.begun_outside_session += 1,
-            Outcome::Paused => s.paused += 1,
-            Outcome::EmptyLabel => s.dropped_empty_label += 1,
-            Outcome::UnmatchedStop => s.unmatched_stops += 1,
-            Outcome::OpenRangeCapped => s.dropped_open_range_cap += 1,
-            Outcome::Truncated => s.truncated_labels += 1,
+        if paused {
+            bump(&shared.stats.paused);
+        } else if label.is_empty() {
+            bump(&shared.stats.dropped_empty_label);
+        } else if self.events >= ctx.cap_events {
+            bump(&shared.stats.dropped_event_cap);
+        } else if let Some(label) = self.store_label(shared, label, ctx.cap_label_bytes) {
+            self.record(shared, Slot { start, end, tid, end_tid, label, seq: 0, kind, depth: 0 }, ctx);
+        } else {
+            bump(&shared.stats.dropped_label_cap);
         }
+    }
+
+    pub(crate) fn current_label(&mut self, shared: &Shared, ctx: &Ctx) -> String {
+        self.sync(shared, ctx);
+        match self.stack.last() {
+            Some(Frame { fate: Fate::Record { label }, .. }) if ctx.recording => {
+                String::from_utf8_lossy(&self.labels[*label as usize]).into_owned()
+            }
+            _ => String::new(),
+        }
+    }
+
+    pub(crate) fn count(&mut self, shared: &Shared, outcome: Outcome, ctx: &Ctx) {
+        self.sync(shared, ctx);
+        shared.count(outcome, ctx);
+    }
+
+    /// The owner thread is exiting: its open ranges will never close.
+    pub(crate) fn thread_exited(&mut self, shared: &Shared, session: u32, active: bool) {
+        if active && self.session == session {
+            shared.stats.open_at_thread_exit.fetch_add(self.open_recording, Ordering::Relaxed);
+        }
+        self.stack.clear();
+        self.overflow = 0;
+        self.open_recording = 0;
+        shared.open_recording.store(0, Ordering::Relaxed);
+        shared.exited.store(true, Ordering::Release);
     }
 
     #[inline]
@@ -351,64 +442,104 @@ impl Inner {
         self.stack.last().map_or(0, |f| f.seq)
     }
 
-    fn record(&mut self, event: RawEvent, ctx: &Ctx) {
-        if self.len >= ctx.cap_events {
-            self.stats.dropped_event_cap += 1;
+    #[inline]
+    fn record(&mut self, shared: &Shared, e: Slot, ctx: &Ctx) {
+        if self.events >= ctx.cap_events {
+            bump(&shared.stats.dropped_event_cap);
             return;
         }
-        let (chunk, slot) = (self.len / CHUNK, self.len % CHUNK);
-        if chunk == self.chunks.len() {
-            // One allocation per CHUNK events, and only the first time this thread gets here.
-            self.chunks.push(vec![EMPTY_EVENT; CHUNK].into_boxed_slice());
+        let tid = match self.tid {
+            Some(tid) => tid,
+            None => {
+                shared.tid.store(e.tid, Ordering::Relaxed); // published with the length below
+                *self.tid.insert(e.tid)
+            }
+        };
+        let delta = e.end.wrapping_sub(e.start);
+        let long = e.tid != tid || e.end_tid != tid || delta > u64::from(u32::MAX);
+        let needed = 1 + usize::from(long);
+        while self.slots + needed > self.chunks.len() * CHUNK {
+            self.grow(shared);
         }
-        self.chunks[chunk][slot] = event;
-        self.len += 1;
-        self.stats.recorded += 1;
+        let kind = e.kind as u64;
+        let w2 = u64::from(e.seq) | u64::from(e.depth) << 32 | kind << 48 | if long { LONG } else { 0 };
+        self.write(self.slots, [e.start, u64::from(e.label) | (delta & 0xffff_ffff) << 32, w2]);
+        if long {
+            self.write(self.slots + 1, [e.end, e.tid, e.end_tid]);
+        }
+        self.slots += needed;
+        self.events += 1;
+        shared.len.store(self.slots, Ordering::Release);
     }
 
-    /// Stores `label` (clipped) once per thread and session; `None` past the byte cap.
     #[inline]
-    fn store_label(&mut self, label: &[u8], cap: usize) -> Option<(u32, u32)> {
+    fn write(&self, slot: usize, words: [u64; WORDS]) {
+        let chunk = &self.chunks[slot / CHUNK][(slot % CHUNK) * WORDS..][..WORDS];
+        for (cell, word) in chunk.iter().zip(words) {
+            cell.store(word, Ordering::Relaxed);
+        }
+    }
+
+    /// One allocation per CHUNK slots, and only the first time this thread gets here.
+    #[cold]
+    fn grow(&mut self, shared: &Shared) {
+        let chunk: Arc<[AtomicU64]> = (0..CHUNK * WORDS).map(|_| AtomicU64::new(0)).collect();
+        shared.chunks.lock().push(Arc::clone(&chunk));
+        self.chunks.push(chunk);
+    }
+
+    /// Stores `label` (clipped) once per thread and session and returns its id; `None` past
+    /// the byte cap.
+    #[inline]
+    fn store_label(&mut self, shared: &Shared, label: &[u8], cap: usize) -> Option<u32> {
         if label.len() > MAX_LABEL_BYTES {
-            self.stats.truncated_labels += 1;
+            bump(&shared.stats.truncated_labels);
         }
         let label = clip_label(label);
         // Same address as a recent label: compare the bytes (the caller may have reused the
         // memory for other text), no hash.
-        // A slice's address is never 0, so an empty slot (ptr 0) never matches.
         let ptr = label.as_ptr() as usize;
         let slot = (ptr >> 3) % PTR_SLOTS;
         let by_ptr = self.by_ptr[slot];
-        if by_ptr.ptr == ptr && by_ptr.len as usize == label.len() {
-            let (off, len) = (by_ptr.off as usize, by_ptr.len as usize);
-            if &self.labels[off..off + len] == label {
-                return Some((by_ptr.off, by_ptr.len));
-            }
+        if by_ptr.ptr == ptr && *self.labels[by_ptr.id as usize] == *label {
+            return Some(by_ptr.id);
         }
-        let stored = self.store_label_hashed(label, cap)?;
-        self.by_ptr[slot] = PtrSlot { ptr, off: stored.0, len: stored.1 };
-        Some(stored)
+        let id = self.store_label_hashed(shared, label, cap)?;
+        self.by_ptr[slot] = PtrSlot { ptr, id };
+        Some(id)
     }
 
-    /// [`Inner::store_label`] through the content hash.
-    fn store_label_hashed(&mut self, label: &[u8], cap: usize) -> Option<(u32, u32)> {
+    /// [`Owner::store_label`] through the content hash.
+    fn store_label_hashed(&mut self, shared: &Shared, label: &[u8], cap: usize) -> Option<u32> {
         let hash = fx_hash(label);
-        let slot = &self.dedup[(hash as usize) % DEDUP_SLOTS];
-        if slot.hash == hash && slot.len as usize == label.len() {
-            let (off, len) = (slot.off as usize, slot.len as usize);
-            if &self.labels[off..off + len] == label {
-                return Some((slot.off, slot.len));
-            }
+        let slot = (hash as usize) % DEDUP_SLOTS;
+        let found = self.dedup[slot];
+        if found.id != 0 && found.hash == hash && *self.labels[found.id as usize - 1] == *label {
+            return Some(found.id - 1);
         }
-        if self.labels.len() + label.len() > cap || self.labels.len() + label.len() > u32::MAX as usize {
+        if self.label_bytes + label.len() > cap || self.labels.len() >= u32::MAX as usize - 1 {
             return None;
         }
-        // CAST: both fit in u32, checked above.
-        let (off, len) = (self.labels.len() as u32, label.len() as u32);
-        self.labels.extend_from_slice(label);
-        self.dedup[(hash as usize) % DEDUP_SLOTS] = DedupSlot { hash, off, len };
-        Some((off, len))
+        let id = self.labels.len() as u32; // CAST: bounded above
+        let stored: Arc<[u8]> = Arc::from(label);
+        shared.labels.lock().push(Arc::clone(&stored));
+        self.labels.push(stored);
+        self.label_bytes += label.len();
+        self.dedup[slot] = DedupSlot { hash, id: id + 1 };
+        Some(id)
     }
+}
+
+/// An event as [`Owner::record`] takes it.
+struct Slot {
+    start: u64,
+    end: u64,
+    tid: u64,
+    end_tid: u64,
+    label: u32,
+    seq: u32,
+    kind: EventKind,
+    depth: u16,
 }
 
 /// rustc's FxHash over 8-byte words: a few ns for a typical 40-byte label.

@@ -15,8 +15,9 @@
 //! takes them under the session lock, and a child that inherited them locked would wait
 //! forever at its first snapshot (seen: 2-6 of 60 children in `tests/fork.rs` before this).
 //!
-//! Per-thread buffer locks are not taken: only their owner and a snapshot (excluded by the
-//! session lock) ever lock one.
+//! Per-thread buffer locks (a new chunk, a new label) are not taken: only their owner and a
+//! snapshot (excluded by the session lock) ever lock one, and the forking thread is not inside
+//! an event of its own.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -64,7 +65,7 @@ pub fn parent() {
 /// locks.
 pub fn child() {
     let Ok(Some(mut held)) = HELD.try_with(|h| h.borrow_mut().take()) else { return };
-    let own = LOCAL.try_with(|l| l.buffer.get().cloned()).ok().flatten();
+    let own = LOCAL.try_with(|l| l.buffer.get().map(|b| Arc::clone(&b.shared))).ok().flatten();
     for buffer in std::mem::take(&mut held.registry.buffers) {
         match &own {
             Some(own) if Arc::ptr_eq(own, &buffer) => held.registry.buffers.push(buffer),

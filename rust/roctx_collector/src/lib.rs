@@ -20,13 +20,17 @@ decodes SDK records (the listener does) and never formats output (the exporters 
 
 # Hot path, exactly
 
-Each thread appends to its own buffer behind its own `parking_lot` mutex, which only a
-snapshot or a session start ever contends: one uncontended lock per event, no global lock.
-A thread's first event allocates its buffer (and registers it under the registry lock, once
-per thread); events go into 4096-event chunks allocated on first need and reused by later
-sessions, so a steady state allocates nothing. Labels are copied once per thread and session
-(a 256-slot cache keyed by an FxHash of the label decides). Pause checks are one relaxed load
-unless a single thread is paused. Timestamps are *stamps* (`roctx_sys::clock`): the in-process
+Each thread appends to its own buffer without a lock: the owning thread's half (range stack,
+label caches, write position) lives in its thread-local, and the half a snapshot reads (24-byte
+event slots, the published length, labels, counters) is published with one release store per
+event (module `buffer` has the slot layout). No global lock, no atomic read-modify-write on the
+recording path. A thread's first event allocates its buffer (and registers it under the
+registry lock, once per thread); events go into 4096-slot chunks allocated on first need and
+reused by later sessions, so a steady state allocates nothing. A label is stored once per
+thread and session and named by a per-thread id: a label passed again from the same address is
+compared, not hashed; otherwise a 256-slot cache keyed by an FxHash of the label decides. Only
+a new chunk or a new label takes a mutex, which only a snapshot contends. Pause checks are one
+relaxed load unless a single thread is paused. Timestamps are *stamps* (`roctx_sys::clock`): the in-process
 sink reads the invariant TSC where the kernel trusts it (one `rdtsc`, no scaling) and the
 snapshot converts to `CLOCK_BOOTTIME` nanoseconds, the clock rocprofiler-sdk and CUPTI stamp
 kernel and marker records with; elsewhere, and for every SDK or host record, BOOTTIME
@@ -69,10 +73,11 @@ pub mod sink;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::cell::OnceCell;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use buffer::{MAX_DEPTH, MAX_LABEL_BYTES};
-use buffer::ThreadBuffer;
+use buffer::{Owner, Shared, ThreadBuffer};
 pub use model::{CaptureMode, Event, EventKind, SessionError, SessionOptions, Snapshot, Stats};
 
 /// `CLOCK_BOOTTIME` in nanoseconds: the clock rocprofiler-sdk stamps kernel and marker records
@@ -114,7 +119,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Registry {
     /// Every thread that ever recorded; an exited thread's buffer stays until the next session
     /// starts, so its events still reach the snapshot.
-    pub(crate) buffers: Vec<Arc<ThreadBuffer>>,
+    pub(crate) buffers: Vec<Arc<Shared>>,
 }
 
 pub(crate) struct Globals {
@@ -261,44 +266,49 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
 // ---- the per-thread state machine ----
 
 thread_local! {
-    pub(crate) static LOCAL: Local = const { Local { buffer: OnceLock::new() } };
+    pub(crate) static LOCAL: Local = const { Local { buffer: OnceCell::new() } };
 }
 
 /// The thread's handle on its buffer; dropping it (thread exit) accounts for open ranges.
 pub(crate) struct Local {
-    pub(crate) buffer: OnceLock<Arc<ThreadBuffer>>,
+    pub(crate) buffer: OnceCell<ThreadBuffer>,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.get() {
-            buffer.thread_exited(SESSION.load(Ordering::Acquire), ACTIVE.load(Ordering::Acquire));
+            if let Ok(mut owner) = buffer.owner.try_borrow_mut() {
+                owner.thread_exited(&buffer.shared, SESSION.load(Ordering::Acquire), ACTIVE.load(Ordering::Acquire));
+            }
         }
     }
 }
 
-/// Runs `f` on this thread's buffer, synced to the current session. `None` during thread
-/// teardown, when thread-locals are gone (the event is then not recorded; callers that would
-/// have recorded one count it with [`count_after_thread_exit`]).
+/// Runs `f` on this thread's buffer. `None` during thread teardown, when thread-locals are
+/// gone, and for an event that interrupts another on the same thread (a signal handler): the
+/// event is then not recorded, and callers that would have recorded one count it with
+/// [`count_after_thread_exit`].
 #[inline]
-fn with_buffer<R>(f: impl FnOnce(&ThreadBuffer, &Ctx) -> R) -> Option<R> {
+fn with_buffer<R>(f: impl FnOnce(&mut Owner, &Shared, &Ctx) -> R) -> Option<R> {
     LOCAL
         .try_with(|local| {
             let buffer = local.buffer.get_or_init(register_thread);
+            let mut owner = buffer.owner.try_borrow_mut().ok()?;
             let ctx = Ctx {
                 session: SESSION.load(Ordering::Acquire),
                 recording: ACTIVE.load(Ordering::Acquire),
                 cap_events: CAP_EVENTS.load(Ordering::Relaxed) as usize,
                 cap_label_bytes: CAP_LABEL_BYTES.load(Ordering::Relaxed) as usize,
             };
-            f(buffer, &ctx)
+            Some(f(&mut owner, &buffer.shared, &ctx))
         })
         .ok()
+        .flatten()
 }
 
-fn register_thread() -> Arc<ThreadBuffer> {
-    let buffer = Arc::new(ThreadBuffer::new());
-    lock(&globals().registry).buffers.push(Arc::clone(&buffer));
+fn register_thread() -> ThreadBuffer {
+    let buffer = ThreadBuffer::new();
+    lock(&globals().registry).buffers.push(Arc::clone(&buffer.shared));
     buffer
 }
 
@@ -332,7 +342,7 @@ fn paused(tid: u64) -> bool {
 #[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
     let suppressed = paused(tid);
-    match with_buffer(|b, ctx| b.push(label, ts, ctx, suppressed)) {
+    match with_buffer(|o, s, ctx| o.push(s, label, ts, ctx, suppressed)) {
         Some(seq) => seq,
         None => {
             if !suppressed {
@@ -347,7 +357,7 @@ pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
 /// now innermost on the thread (0: none).
 #[inline]
 pub fn pop(ts: u64, tid: u64) -> u32 {
-    with_buffer(|b, ctx| b.pop(ts, tid, ctx, false)).unwrap_or(0)
+    with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, false)).unwrap_or(0)
 }
 
 /// `roctxRangePop()` that roctx itself says closed an open range (it returned a level >= 0),
@@ -356,14 +366,14 @@ pub fn pop(ts: u64, tid: u64) -> u32 {
 /// range begun outside the session, not an unmatched one.
 #[inline]
 pub fn pop_of_open_range(ts: u64, tid: u64) -> u32 {
-    with_buffer(|b, ctx| b.pop(ts, tid, ctx, true)).unwrap_or(0)
+    with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, true)).unwrap_or(0)
 }
 
 /// `roctxMarkA(label)` at `ts`.
 #[inline]
 pub fn mark(label: &[u8], ts: u64, tid: u64) {
     let suppressed = paused(tid);
-    if with_buffer(|b, ctx| b.mark(label, ts, tid, ctx, suppressed)).is_none() && !suppressed {
+    if with_buffer(|o, s, ctx| o.mark(s, label, ts, tid, ctx, suppressed)).is_none() && !suppressed {
         count_after_thread_exit();
     }
 }
@@ -394,7 +404,7 @@ pub fn range_start(id: u64, label: &[u8], ts: u64, tid: u64) {
         }
     };
     if let Some(outcome) = outcome {
-        if with_buffer(|b, ctx| b.count(outcome, ctx)).is_none() {
+        if with_buffer(|o, s, ctx| o.count(s, outcome, ctx)).is_none() {
             count_after_thread_exit();
         }
     }
@@ -417,13 +427,13 @@ pub fn range_stop(id: u64, ts: u64, tid: u64) {
             None => Found::Unknown,
         }
     };
-    let done = with_buffer(|b, ctx| match found {
+    let done = with_buffer(|o, s, ctx| match found {
         Found::Open(r) if r.session == ctx.session && ctx.recording => {
-            b.record_process_range(&r.label, r.start_ns, ts, r.tid, tid, ctx)
+            o.record_process_range(s, &r.label, (r.start_ns, ts), (r.tid, tid), ctx)
         }
-        Found::Open(_) | Found::Stale => b.count(Outcome::OutsideSession, ctx),
+        Found::Open(_) | Found::Stale => o.count(s, Outcome::OutsideSession, ctx),
         Found::Capped => {} // counted once, at its start
-        Found::Unknown => b.count(Outcome::UnmatchedStop, ctx),
+        Found::Unknown => o.count(s, Outcome::UnmatchedStop, ctx),
     });
     if done.is_none() {
         count_after_thread_exit();
@@ -434,7 +444,7 @@ pub fn range_stop(id: u64, ts: u64, tid: u64) {
 /// empty (what a kernel launched now would be attributed to). A copy: valid as long as the
 /// caller keeps it.
 pub fn current_label() -> String {
-    with_buffer(|b, ctx| b.current_label(ctx)).unwrap_or_default()
+    with_buffer(|o, s, ctx| o.current_label(s, ctx)).unwrap_or_default()
 }
 
 /// Names OS thread `tid` (kept for the process, across sessions).

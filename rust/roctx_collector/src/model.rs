@@ -68,6 +68,27 @@ macro_rules! stats {
                 $( self.$field += other.$field; )+
             }
         }
+
+        stats!(@atomic $( $field )+);
+    };
+    (@atomic $( $field:ident )+) => {
+        /// [`Stats`] as relaxed atomics: a thread buffer's owner counts into them without a
+        /// lock and a snapshot reads them (`recorded` is not used: the snapshot counts what it
+        /// reads).
+        #[derive(Debug, Default)]
+        pub(crate) struct AtomicStats {
+            $( pub(crate) $field: std::sync::atomic::AtomicU64, )+
+        }
+
+        impl AtomicStats {
+            pub(crate) fn load(&self) -> Stats {
+                Stats { $( $field: self.$field.load(std::sync::atomic::Ordering::Relaxed), )+ }
+            }
+
+            pub(crate) fn reset(&self) {
+                $( self.$field.store(0, std::sync::atomic::Ordering::Relaxed); )+
+            }
+        }
     };
     (@warning $warning:literal) => { Some($warning) };
     (@warning) => { None };

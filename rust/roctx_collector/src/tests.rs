@@ -443,3 +443,71 @@ fn a_label_rewritten_at_the_same_address_is_recorded_as_its_new_text() {
     let s = stop().unwrap();
     assert_eq!(labels(&s), ["alpha-label", "bravo-label", "bravo-label", "charlie"]);
 }
+
+#[test]
+fn long_ranges_backwards_ranges_and_foreign_thread_ids_round_trip_through_two_slots() {
+    let _g = SERIAL.lock();
+    start(opts(100_000), CaptureMode::InProcess).unwrap();
+    let own = on_thread(|| {
+        let tid = current_tid();
+        // Around a chunk boundary (4096 slots), so a two-slot event straddles one.
+        for i in 0..4100u64 {
+            let start = i * 10;
+            push(b"short", start, tid);
+            pop(start + 5, tid);
+            if i % 1000 == 999 || i == 4094 {
+                push(b"long", start, tid);
+                pop(start + 10_000_000_000, tid); // 10 s: the duration does not fit in 32 bits
+                push(b"backwards", start + 100, tid);
+                pop(start, tid);
+                push(b"foreign", start, 4242); // a record naming another thread
+                pop(start + 1, 4242);
+            }
+        }
+        tid
+    });
+    let s = stop().unwrap();
+    assert_eq!(s.stats.recorded, 4100 + 5 * 3);
+    assert_eq!(s.events.len(), 4100 + 5 * 3);
+    let by = |l: &str| s.events.iter().filter(|e| s.label(e) == l).collect::<Vec<_>>();
+    assert!(by("short").iter().all(|e| e.end_ns - e.start_ns == 5 && e.tid == own && e.end_tid == own));
+    assert_eq!(by("long").len(), 5);
+    assert!(by("long").iter().all(|e| e.end_ns - e.start_ns == 10_000_000_000 && e.tid == own));
+    assert!(by("backwards").iter().all(|e| e.start_ns == e.end_ns + 100 && e.tid == own));
+    assert!(by("foreign").iter().all(|e| e.end_ns - e.start_ns == 1 && e.tid == 4242 && e.end_tid == 4242));
+    let mut seqs: Vec<u32> = s.events.iter().map(|e| e.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=4115).collect::<Vec<u32>>(), "every range kept its push number");
+}
+
+#[test]
+fn snapshots_taken_while_a_thread_records_see_whole_events_only() {
+    let _g = SERIAL.lock();
+    const PAIRS: u64 = 200_000;
+    start(opts(PAIRS as usize + 10), CaptureMode::InProcess).unwrap();
+    let writer = std::thread::spawn(|| {
+        let tid = current_tid();
+        for i in 0..PAIRS {
+            // Every 7th is a two-slot event, so a torn read would show as a wrong duration.
+            let label = format!("op{}", i % 13);
+            push(label.as_bytes(), i * 100, tid);
+            pop(i * 100 + if i % 7 == 0 { 1 << 33 } else { 7 }, tid);
+        }
+    });
+    let mut last = 0;
+    while !writer.is_finished() {
+        let s = snapshot();
+        assert!(s.events.len() >= last, "a snapshot never loses what an earlier one saw");
+        last = s.events.len();
+        assert_eq!(s.stats.recorded as usize, s.events.len());
+        for e in &s.events {
+            let i = e.start_ns / 100;
+            assert_eq!(s.label(e), format!("op{}", i % 13));
+            assert_eq!(e.end_ns - e.start_ns, if i % 7 == 0 { 1 << 33 } else { 7 });
+        }
+    }
+    writer.join().unwrap();
+    let s = stop().unwrap();
+    assert_eq!(s.events.len() as u64, PAIRS);
+    assert_eq!(s.stats.dropped(), 0);
+}
