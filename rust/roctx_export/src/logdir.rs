@@ -44,9 +44,14 @@ pub fn safe_host(host: &str) -> String {
 /// capture, or whatever a link there points to, is never overwritten. A reader never sees half a
 /// file, and a failed write leaves no temporary file.
 pub fn write(logdir: &Path, run: &str, host: &str, space: &XSpace) -> io::Result<PathBuf> {
+    write_bytes(logdir, run, host, &space.encode_to_vec())
+}
+
+/// [`write`] for a space already serialized (`xplane::standalone_xspace_bytes`).
+pub fn write_bytes(logdir: &Path, run: &str, host: &str, xspace: &[u8]) -> io::Result<PathBuf> {
     let dir = logdir.join("plugins").join("profile").join(run);
     fs::create_dir_all(&dir)?;
-    output::write_new(&dir, &safe_host(host), ".xplane.pb", &space.encode_to_vec())
+    output::write_new(&dir, &safe_host(host), ".xplane.pb", xspace)
 }
 
 /// The `.xplane.pb` files a path names: the file itself, or in a log directory the files of its

@@ -36,9 +36,9 @@ pub fn write_logdir(snapshot: &Snapshot, dir: &Path, run: Option<&str>) -> std::
 
 fn write_logdir_as(snapshot: &Snapshot, dir: &Path, run: Option<&str>, stem: &str) -> std::io::Result<PathBuf> {
     let t = trace(snapshot);
-    let space = xplane::standalone_xspace(&t);
+    let xspace = xplane::standalone_xspace_bytes(&t);
     let run = run.map_or_else(|| logdir::run_name(std::time::SystemTime::now()), str::to_owned);
-    logdir::write(dir, &run, stem, &space)
+    logdir::write_bytes(dir, &run, stem, &xspace)
 }
 
 /// The file name (before `.xplane.pb`, which XProf shows as the host) for this process's

@@ -540,3 +540,46 @@ fn merging_two_spaces_keeps_one_filled_gpu_plane_of_a_name() {
     let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
     assert_eq!((gpu.len(), gpu[0].lines[0].events.len()), (1, 1));
 }
+
+/// The bytes of [`standalone_xspace_bytes`] decode to exactly what [`standalone_xspace`] builds.
+/// Without kernels (whose launchers are event indices), also for the trace in snapshot order,
+/// which takes the span path, and which must give the same space.
+fn assert_fast_bytes_equal_the_message(t: &Trace) {
+    let fast = XSpace::decode(standalone_xspace_bytes(t).as_slice()).expect("the fast bytes decode");
+    assert_eq!(fast, standalone_xspace(t));
+    if t.kernels.is_empty() {
+        let mut sorted = t.clone();
+        sorted.events.retain(|e| e.end_ns >= e.start_ns);
+        sorted.events.sort_by_key(|e| (e.tid, e.start_ns, std::cmp::Reverse(e.end_ns)));
+        let fast = XSpace::decode(standalone_xspace_bytes(&sorted).as_slice()).expect("the fast bytes decode");
+        assert_eq!(fast, standalone_xspace(&sorted));
+        assert_eq!(fast, standalone_xspace(t));
+    }
+}
+
+#[test]
+fn standalone_bytes_are_the_standalone_message() {
+    assert_fast_bytes_equal_the_message(&sample_trace());
+    assert_fast_bytes_equal_the_message(&one_kernel_trace()); // a launcher: a flow stat
+    assert_fast_bytes_equal_the_message(&Trace::new("empty", 5, 6));
+    // Times at the i64 limits (10-byte varints, negative offsets), a label id past the table,
+    // an event ending before it starts (left out), marks, many lines and metadata ids.
+    let mut t = Trace::new("h", 1 << 63, u64::MAX);
+    t.realtime_offset_ns = i64::MAX;
+    let a = t.label("a");
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: 0, end_ns: u64::MAX, label: a, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 1, end_tid: 1, start_ns: u64::MAX, end_ns: u64::MAX, label: a, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Range, tid: 2, end_tid: 2, start_ns: 9, end_ns: 3, label: a, depth: 0, seq: 0 });
+    t.events.push(Event { kind: EventKind::Mark, tid: u64::from(u32::MAX), end_tid: 0, start_ns: 1 << 63, end_ns: 1 << 63, label: 77, depth: 0, seq: 0 });
+    assert_fast_bytes_equal_the_message(&t);
+    let mut t = Trace::new("many", 0, 1 << 40);
+    for i in 0..300u32 {
+        t.label(&format!("op{i}"));
+    }
+    for i in 0..20_000u64 {
+        let (kind, end) = if i % 9 == 0 { (EventKind::Mark, i * 7) } else { (EventKind::Range, i * 7 + i % 1000 * 1_000_000) };
+        t.events.push(Event { kind, tid: i % 37, end_tid: i % 37, start_ns: i * 7, end_ns: end, label: (i % 300) as u32, depth: 0, seq: 0 });
+    }
+    t.thread_names.insert(3, "worker".to_owned());
+    assert_fast_bytes_equal_the_message(&t);
+}
