@@ -61,7 +61,10 @@ pub(crate) fn clip_label(label: &[u8]) -> &[u8] {
     &label[..label.len().min(MAX_LABEL_BYTES)]
 }
 
-/// The half a snapshot reads (module docs).
+/// The half a snapshot reads (module docs). Aligned to (and so sized in) whole 128-byte blocks,
+/// so two threads' halves never share a cache line (or an adjacent-line prefetch pair): the
+/// owner stores `len` per event, and a neighbour's stores would bounce the line between cores.
+#[repr(align(128))]
 pub(crate) struct Shared {
     exited: AtomicBool,
     /// Session the published contents belong to; stored last when the owner moves to a new one.
