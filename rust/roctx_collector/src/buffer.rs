@@ -56,6 +56,9 @@ const PTR_SLOTS: usize = 64;
 
 const LONG: u64 = 1 << 56;
 
+/// CHUNK slots of three words.
+type Chunk = [[AtomicU64; WORDS]; CHUNK];
+
 /// `label` cut to [`MAX_LABEL_BYTES`].
 pub(crate) fn clip_label(label: &[u8]) -> &[u8] {
     &label[..label.len().min(MAX_LABEL_BYTES)]
@@ -76,7 +79,7 @@ pub(crate) struct Shared {
     /// Ranges open on the owner's stack that will be recorded at their pop.
     open_recording: AtomicU64,
     stats: AtomicStats,
-    chunks: Mutex<Vec<Arc<[AtomicU64]>>>,
+    chunks: Mutex<Vec<Arc<Chunk>>>,
     /// This session's labels, by id.
     labels: Mutex<Vec<Arc<[u8]>>>,
 }
@@ -133,7 +136,11 @@ pub(crate) struct Owner {
     /// Slots written this session (published as [`Shared::len`]).
     slots: usize,
     /// The same chunks as [`Shared::chunks`], reachable without its lock.
-    chunks: Vec<Arc<[AtomicU64]>>,
+    chunks: Vec<Arc<Chunk>>,
+    /// The session's caps (read once per session: `start` sets them before it publishes the
+    /// session number the owner syncs to).
+    cap_events: usize,
+    cap_label_bytes: usize,
     /// Thread id stored in [`Shared::tid`] this session, once an event was recorded.
     tid: Option<u64>,
     open_recording: u64,
@@ -172,6 +179,8 @@ impl ThreadBuffer {
                 events: 0,
                 slots: 0,
                 chunks: Vec::new(),
+                cap_events: 0,
+                cap_label_bytes: 0,
                 tid: None,
                 open_recording: 0,
                 labels: Vec::new(),
@@ -229,7 +238,7 @@ impl Shared {
         let tid = self.tid.load(Ordering::Relaxed);
         let mut clock = calibration.converter();
         let mut symbols = vec![u32::MAX; labels.len()];
-        let word = |slot: usize, w: usize| chunks[slot / CHUNK][(slot % CHUNK) * WORDS + w].load(Ordering::Relaxed);
+        let word = |slot: usize, w: usize| chunks[slot / CHUNK][slot % CHUNK][w].load(Ordering::Relaxed);
         events.reserve(len);
         let (mut slot, mut recorded) = (0, 0u64);
         while slot < len {
@@ -287,6 +296,8 @@ impl Owner {
     #[cold]
     fn new_session(&mut self, shared: &Shared, ctx: &Ctx) {
         self.session = ctx.session;
+        self.cap_events = ctx.cap_events();
+        self.cap_label_bytes = ctx.cap_label_bytes();
         self.events = 0;
         self.slots = 0; // chunks are kept for reuse
         self.tid = None;
@@ -327,7 +338,7 @@ impl Owner {
         } else if label.is_empty() {
             Fate::Skip(Outcome::EmptyLabel)
         } else {
-            match self.store_label(shared, label, ctx.cap_label_bytes) {
+            match self.store_label(shared, label) {
                 Some(label) => {
                     self.open_recording += 1;
                     shared.open_recording.store(self.open_recording, Ordering::Relaxed);
@@ -369,7 +380,7 @@ impl Owner {
                 if ctx.recording {
                     let depth = self.stack.len() as u16; // CAST: bounded by MAX_DEPTH
                     let seq = frame.seq;
-                    self.record(shared, Slot { start: frame.start, end: ts, tid, end_tid: tid, label, seq, kind: EventKind::Range, depth }, ctx);
+                    self.record(shared, Slot { start: frame.start, end: ts, tid, end_tid: tid, label, seq, kind: EventKind::Range, depth });
                 }
             }
             Fate::Skip(outcome) => shared.count(outcome, ctx),
@@ -403,10 +414,10 @@ impl Owner {
             bump(&shared.stats.paused);
         } else if label.is_empty() {
             bump(&shared.stats.dropped_empty_label);
-        } else if self.events >= ctx.cap_events {
+        } else if self.events >= self.cap_events {
             bump(&shared.stats.dropped_event_cap);
-        } else if let Some(label) = self.store_label(shared, label, ctx.cap_label_bytes) {
-            self.record(shared, Slot { start, end, tid, end_tid, label, seq: 0, kind, depth: 0 }, ctx);
+        } else if let Some(label) = self.store_label(shared, label) {
+            self.record(shared, Slot { start, end, tid, end_tid, label, seq: 0, kind, depth: 0 });
         } else {
             bump(&shared.stats.dropped_label_cap);
         }
@@ -446,39 +457,56 @@ impl Owner {
     }
 
     #[inline]
-    fn record(&mut self, shared: &Shared, e: Slot, ctx: &Ctx) {
-        if self.events >= ctx.cap_events {
+    fn record(&mut self, shared: &Shared, e: Slot) {
+        if self.events >= self.cap_events {
             bump(&shared.stats.dropped_event_cap);
             return;
         }
+        let delta = e.end.wrapping_sub(e.start);
+        let kind = e.kind as u64;
+        let w2 = u64::from(e.seq) | u64::from(e.depth) << 32 | kind << 48;
+        // The common case, one slot in a chunk already there, without a loop or a second
+        // bounds check (`slot % CHUNK` indexes a fixed-size chunk).
+        let short = self.tid == Some(e.tid) && e.end_tid == e.tid && delta <= u64::from(u32::MAX);
+        match self.chunks.get(self.slots / CHUNK) {
+            Some(chunk) if short => {
+                let cells = &chunk[self.slots % CHUNK];
+                cells[0].store(e.start, Ordering::Relaxed);
+                cells[1].store(u64::from(e.label) | delta << 32, Ordering::Relaxed);
+                cells[2].store(w2, Ordering::Relaxed);
+                self.slots += 1;
+            }
+            _ => self.record_slow(shared, &e, delta, w2),
+        }
+        self.events += 1;
+        shared.len.store(self.slots, Ordering::Release);
+    }
+
+    /// [`Owner::record`] for the session's first event, a LONG one, or one that needs a chunk.
+    #[cold]
+    fn record_slow(&mut self, shared: &Shared, e: &Slot, delta: u64, w2: u64) {
         let tid = match self.tid {
             Some(tid) => tid,
             None => {
-                shared.tid.store(e.tid, Ordering::Relaxed); // published with the length below
+                shared.tid.store(e.tid, Ordering::Relaxed); // published with the length
                 *self.tid.insert(e.tid)
             }
         };
-        let delta = e.end.wrapping_sub(e.start);
         let long = e.tid != tid || e.end_tid != tid || delta > u64::from(u32::MAX);
         let needed = 1 + usize::from(long);
         while self.slots + needed > self.chunks.len() * CHUNK {
             self.grow(shared);
         }
-        let kind = e.kind as u64;
-        let w2 = u64::from(e.seq) | u64::from(e.depth) << 32 | kind << 48 | if long { LONG } else { 0 };
-        self.write(self.slots, [e.start, u64::from(e.label) | (delta & 0xffff_ffff) << 32, w2]);
+        let (w1, w2) = if long { (u64::from(e.label), w2 | LONG) } else { (u64::from(e.label) | delta << 32, w2) };
+        self.write(self.slots, [e.start, w1, w2]);
         if long {
             self.write(self.slots + 1, [e.end, e.tid, e.end_tid]);
         }
         self.slots += needed;
-        self.events += 1;
-        shared.len.store(self.slots, Ordering::Release);
     }
 
-    #[inline]
     fn write(&self, slot: usize, words: [u64; WORDS]) {
-        let chunk = &self.chunks[slot / CHUNK][(slot % CHUNK) * WORDS..][..WORDS];
-        for (cell, word) in chunk.iter().zip(words) {
+        for (cell, word) in self.chunks[slot / CHUNK][slot % CHUNK].iter().zip(words) {
             cell.store(word, Ordering::Relaxed);
         }
     }
@@ -486,7 +514,8 @@ impl Owner {
     /// One allocation per CHUNK slots, and only the first time this thread gets here.
     #[cold]
     fn grow(&mut self, shared: &Shared) {
-        let chunk: Arc<[AtomicU64]> = (0..CHUNK * WORDS).map(|_| AtomicU64::new(0)).collect();
+        let slots: Arc<[[AtomicU64; WORDS]]> = (0..CHUNK).map(|_| Default::default()).collect();
+        let chunk: Arc<Chunk> = slots.try_into().unwrap_or_else(|_| unreachable!("CHUNK slots were collected"));
         shared.chunks.lock().push(Arc::clone(&chunk));
         self.chunks.push(chunk);
     }
@@ -494,7 +523,7 @@ impl Owner {
     /// Stores `label` (clipped) once per thread and session and returns its id; `None` past
     /// the byte cap.
     #[inline]
-    fn store_label(&mut self, shared: &Shared, label: &[u8], cap: usize) -> Option<u32> {
+    fn store_label(&mut self, shared: &Shared, label: &[u8]) -> Option<u32> {
         if label.len() > MAX_LABEL_BYTES {
             bump(&shared.stats.truncated_labels);
         }
@@ -504,23 +533,24 @@ impl Owner {
         let ptr = label.as_ptr() as usize;
         let slot = (ptr >> 3) % PTR_SLOTS;
         let by_ptr = self.by_ptr[slot];
-        if by_ptr.ptr == ptr && *self.labels[by_ptr.id as usize] == *label {
+        if by_ptr.ptr == ptr && same_bytes(&self.labels[by_ptr.id as usize], label) {
             return Some(by_ptr.id);
         }
-        let id = self.store_label_hashed(shared, label, cap)?;
+        let id = self.store_label_hashed(shared, label)?;
         self.by_ptr[slot] = PtrSlot { ptr, id };
         Some(id)
     }
 
     /// [`Owner::store_label`] through the content hash.
-    fn store_label_hashed(&mut self, shared: &Shared, label: &[u8], cap: usize) -> Option<u32> {
+    #[cold]
+    fn store_label_hashed(&mut self, shared: &Shared, label: &[u8]) -> Option<u32> {
         let hash = fx_hash(label);
         let slot = (hash as usize) % DEDUP_SLOTS;
         let found = self.dedup[slot];
         if found.id != 0 && found.hash == hash && *self.labels[found.id as usize - 1] == *label {
             return Some(found.id - 1);
         }
-        if self.label_bytes + label.len() > cap || self.labels.len() >= u32::MAX as usize - 1 {
+        if self.label_bytes + label.len() > self.cap_label_bytes || self.labels.len() >= u32::MAX as usize - 1 {
             return None;
         }
         let id = self.labels.len() as u32; // CAST: bounded above
@@ -545,6 +575,35 @@ struct Slot {
     depth: u16,
 }
 
+/// `a == b`, inline for labels up to 64 bytes (a `memcmp` call costs more than comparing a
+/// typical 40-byte label in 8-byte words).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 64 {
+        return a == b;
+    }
+    let mut diff = 0;
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in (&mut x).zip(&mut y) {
+        diff |= word(x) ^ word(y);
+    }
+    for (x, y) in x.remainder().iter().zip(y.remainder()) {
+        diff |= u64::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// An 8-byte chunk as a word (one unaligned load).
+#[inline(always)]
+fn word(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(chunk);
+    u64::from_ne_bytes(w)
+}
+
 /// rustc's FxHash over 8-byte words: a few ns for a typical 40-byte label.
 #[inline]
 fn fx_hash(bytes: &[u8]) -> u64 {
@@ -559,4 +618,21 @@ fn fx_hash(bytes: &[u8]) -> u64 {
         h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        let a: Vec<u8> = (0..80u8).collect();
+        for len in 0..80 {
+            assert!(super::same_bytes(&a[..len], &a[..len]));
+            assert!(!super::same_bytes(&a[..len], &a[..len + 1]));
+            for at in 0..len {
+                let mut b = a[..len].to_vec();
+                b[at] ^= 0x40;
+                assert!(!super::same_bytes(&a[..len], &b), "a difference at byte {at} of {len}");
+            }
+        }
+    }
 }

@@ -294,12 +294,7 @@ fn with_buffer<R>(f: impl FnOnce(&mut Owner, &Shared, &Ctx) -> R) -> Option<R> {
         .try_with(|local| {
             let buffer = local.buffer.get_or_init(register_thread);
             let mut owner = buffer.owner.try_borrow_mut().ok()?;
-            let ctx = Ctx {
-                session: SESSION.load(Ordering::Acquire),
-                recording: ACTIVE.load(Ordering::Acquire),
-                cap_events: CAP_EVENTS.load(Ordering::Relaxed) as usize,
-                cap_label_bytes: CAP_LABEL_BYTES.load(Ordering::Relaxed) as usize,
-            };
+            let ctx = Ctx { session: SESSION.load(Ordering::Acquire), recording: ACTIVE.load(Ordering::Acquire) };
             Some(f(&mut owner, &buffer.shared, &ctx))
         })
         .ok()
@@ -325,8 +320,18 @@ fn count_after_thread_exit() {
 pub(crate) struct Ctx {
     pub(crate) session: u32,
     pub(crate) recording: bool,
-    pub(crate) cap_events: usize,
-    pub(crate) cap_label_bytes: usize,
+}
+
+impl Ctx {
+    /// The session's caps: a buffer reads them once, when it moves to the session (`start`
+    /// stores them before it publishes the session number).
+    pub(crate) fn cap_events(&self) -> usize {
+        CAP_EVENTS.load(Ordering::Relaxed) as usize
+    }
+
+    pub(crate) fn cap_label_bytes(&self) -> usize {
+        CAP_LABEL_BYTES.load(Ordering::Relaxed) as usize
+    }
 }
 
 #[inline]
