@@ -4,6 +4,8 @@
 // also times the raw roctx pair when a library is bound, so our overhead is the difference.
 #include <dlfcn.h>
 
+#include <atomic>
+
 #include "benchmark/benchmark.h"
 #include "roctx_utils/roctx_utils.h"
 #include "tsl/profiler/lib/nvtx_utils.h"
@@ -22,6 +24,27 @@ void BM_ScopedAnnotation(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ScopedAnnotation);
+
+// The same routing with nothing out of line but what the interface makes a call: the two
+// DefaultProfilerDomain() calls and the two IsEnabled() loads. What ScopedAnnotation costs
+// when its templates are inlined into the caller.
+void BM_ScopedAnnotationInlined(benchmark::State& state) {
+  AnnotationStack::Enable(false);
+  for (auto _ : state) {
+    if (auto* d = tsl::profiler::DefaultProfilerDomain(); d != nullptr) {
+      tsl::profiler::RangePush(d, "Thunk:#hlo_op=fusion.3#");
+    } else if (AnnotationStack::IsEnabled()) {
+      AnnotationStack::PushAnnotation("Thunk:#hlo_op=fusion.3#");
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (auto* d = tsl::profiler::DefaultProfilerDomain(); d != nullptr) {
+      tsl::profiler::RangePop(d);
+    } else if (AnnotationStack::IsEnabled()) {
+      AnnotationStack::PopAnnotation();
+    }
+  }
+}
+BENCHMARK(BM_ScopedAnnotationInlined);
 
 // The same during a profiler session: AnnotationStack on, so the backend dual-pushes.
 void BM_ScopedAnnotationStackOn(benchmark::State& state) {
