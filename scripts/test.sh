@@ -449,6 +449,14 @@ run_xprof() {
       --kernel 'memset_kernel='
   fi
 
+  # (d) One job, many processes (README, Multi-GPU and multi-node jobs): 8 ranks of the example
+  #     host at once, then 8 more 2 s later under the same run name, into one log directory:
+  #     XProf lists 16 hosts in that one run and draws each file's 3 ROCTX rows. Then 8 processes
+  #     with no launcher variable at all: 8 distinct files, each drawn.
+  if [ -x "$ROOT/bazel-bin/examples/xla_style_host" ]; then
+    run_job_batches "$dir"
+  fi
+
   # (c) Negative control: the same merge with display ids cleared collides in XProf (U2), and
   #     the checker has to say so.
   echo
@@ -470,6 +478,55 @@ run_xprof() {
     echo "FAIL negative control: check_xprof.py (exit $rc) did not report the row collision"
     record "xprof: negative control" 0 1 "collision not detected"
   fi
+}
+
+# Launchers' variables (roctx_config::job): none may leak from whoever runs the tests.
+LAUNCHER_VARS=(ROCTX_UTILS_RUN_NAME TORCHELASTIC_RUN_ID SLURM_JOB_ID PMIX_NAMESPACE OMPI_MCA_orte_ess_jobid
+  LSB_JOBID PBS_JOBID FLUX_JOB_ID RANK OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK SLURM_PROCID LOCAL_RANK)
+
+# Starts `xla_style_host` 8 times at once with `ENV...` plus RANK=<n> if WITH_RANK, into LOGDIR;
+# waits; returns non-zero if any failed.  job_batch LOGDIR TAG WITH_RANK [ENV...]
+job_batch() {
+  local logdir=$1 tag=$2 with_rank=$3 pids=() rank failed=0 unset=()
+  shift 3
+  for v in "${LAUNCHER_VARS[@]}"; do unset+=(-u "$v"); done
+  for rank in 0 1 2 3 4 5 6 7; do
+    env "${unset[@]}" -u ROCTX_UTILS_CAPTURE XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_XSPACE_OUT="$logdir" "$@" \
+      ${with_rank:+RANK=$rank} "$ROOT/bazel-bin/examples/xla_style_host" >"$logdir.$tag.$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  for rank in 0 1 2 3 4 5 6 7; do
+    wait "${pids[$rank]}" || { failed=1; cat "$logdir.$tag.$rank.log"; }
+  done
+  return $failed
+}
+
+run_job_batches() {
+  local dir=$1 job=$1/job_logs plain=$1/plain_logs files names
+  echo
+  echo "==> one job: 2 x 8 processes of xla_style_host, ROCTX_UTILS_RUN_NAME=job-17 RANK=0..7, 2 s apart"
+  mkdir -p "$job" "$plain"
+  if ! job_batch "$job" b1 1 ROCTX_UTILS_RUN_NAME=job-17 || ! { sleep 2; job_batch "$job" b2 1 ROCTX_UTILS_RUN_NAME=job-17; }; then
+    record "xprof: one job, 16 processes" 0 1 "a process of the job failed"
+  else
+    find "$job" -name '*.xplane.pb' | sort | sed 's/^/    /'
+    run_check_xprof "xprof: one job, 16 processes" "$dir/check_job.log" "$job/plugins/profile/job-17" \
+      --hosts 16 --roctx-rows 3 --nest-all 'jit_train_step>host_callback'
+  fi
+  echo
+  echo "==> no launcher: 8 processes of xla_style_host, no run name, no rank"
+  if ! job_batch "$plain" plain ""; then
+    record "xprof: 8 plain processes" 0 1 "a process failed"
+    return
+  fi
+  mapfile -t files < <(find "$plain" -name '*.xplane.pb' | sort)
+  names=$(printf '%s\n' "${files[@]}" | xargs -n1 basename | sort -u | wc -l)
+  printf '    %s\n' "${files[@]}"
+  if [ "${#files[@]}" -ne 8 ] || [ "$names" -ne 8 ]; then
+    record "xprof: 8 plain processes" 0 1 "${#files[@]} files, $names distinct names (expected 8, 8)"
+    return
+  fi
+  run_check_xprof "xprof: 8 plain processes" "$dir/check_plain.log" "${files[@]}" --roctx-rows 3
 }
 
 # 5b. A real NVTX3 client: NVIDIA's own header-only loader (PyPI nvidia-nvtx headers, fetched

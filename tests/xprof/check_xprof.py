@@ -147,8 +147,10 @@ def find_xspaces(path):
         raise OSError("%s does not exist" % path)
     profile = os.path.join(path, "plugins", "profile")
     root = profile if os.path.isdir(profile) else path
-    runs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    run_dir = os.path.join(root, runs[-1]) if runs else root
+    # Newest = last written to (a run named after a job id does not sort by time), as the CLI.
+    runs = sorted((os.path.getmtime(os.path.join(root, d)), d) for d in os.listdir(root)
+                  if os.path.isdir(os.path.join(root, d)))
+    run_dir = os.path.join(root, runs[-1][1]) if runs else root
     files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".xplane.pb"))
     if not files:
         raise OSError("no *.xplane.pb under %s (expected <logdir>/plugins/profile/<run>/"
@@ -421,6 +423,21 @@ def check_kernels(doc, args, check, roctx):
         check("kernel:" + spec, not why, "; ".join(why))
 
 
+def check_hosts(files, expected, results):
+    """XProf's host list for each run directory among `files`: what its run selector offers."""
+    from xprof import profile_plugin  # pylint: disable=import-outside-toplevel
+
+    by_run = {}
+    for f in files:
+        by_run.setdefault(os.path.dirname(f), []).append(os.path.basename(f))
+    for run, names in sorted(by_run.items()):
+        hosts = [h for h in profile_plugin.hosts_from_xplane_filenames(names, "trace_viewer")
+                 if h != profile_plugin.ALL_HOSTS]
+        print("== run %s: XProf lists %d hosts: %s" % (run, len(hosts), ", ".join(hosts)))
+        results.check("hosts:%s" % os.path.basename(run), len(hosts) == expected,
+                      "XProf lists %d hosts, expected %d: %s" % (len(hosts), expected, hosts))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -437,6 +454,9 @@ def main(argv=None):
     parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")
     parser.add_argument("--kernel", action="append", default=[], metavar="NAME=RANGE",
                         help="kernel NAME is drawn under ROCTX range RANGE (repeatable)")
+    parser.add_argument("--hosts", type=int, metavar="N",
+                        help="XProf lists exactly N hosts for the run of each PATH (its own "
+                        "hosts_from_xplane_filenames over the run directory's files)")
     args = parser.parse_args(argv)
 
     results = Results()
@@ -452,6 +472,8 @@ def main(argv=None):
         results.check("import-xprof", False, "%s (run with the python of a venv that has "
                       "xprof==2.24.2)" % e)
         files = []
+    if args.hosts is not None and files:
+        check_hosts(files, args.hosts, results)
     for path in files:
         print("== %s" % path)
         check_file(path, args, results, os.path.basename(path) if len(files) > 1 else "")

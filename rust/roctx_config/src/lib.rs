@@ -41,6 +41,9 @@ use std::sync::OnceLock;
 
 use grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
 
+pub mod job;
+pub use job::{JobIdentity, JOB_ID_VARS, RANK_VARS, RUN_NAME};
+
 /// Who defines a variable's meaning (and so its grammar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
@@ -54,6 +57,8 @@ pub enum Owner {
     RocprofilerRegister,
     /// ggml/llama.cpp's (the `GGML_HIP_ROOFLINE` profiler's variables, same meaning).
     Ggml,
+    /// A job launcher's (torchrun, Slurm, MPI, ...): read to place the process in its job.
+    Launcher,
 }
 
 /// When a variable is read.
@@ -152,7 +157,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 19] = [
+pub const VARS: [Var; 33] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -207,7 +212,7 @@ pub const VARS: [Var; 19] = [
         owner: Owner::RoctxUtils,
         when: When::FirstCall,
         default: "none",
-        meaning: "a log directory: capture from the first range and write `<dir>/plugins/profile/<run>/<host>_pid<pid>.xplane.pb` at stop/exit (a new file per session, never replacing one)",
+        meaning: "a log directory: capture from the first range and write `<dir>/plugins/profile/<run>/<host>_rank<n>.xplane.pb` (`<host>_pid<pid>` without a launcher rank) at stop/exit; `<run>` below; a new file per session, never replacing one (README, Multi-GPU and multi-node jobs)",
     },
     Var {
         name: LOG,
@@ -229,6 +234,104 @@ pub const VARS: [Var; 19] = [
         when: When::FirstCall,
         default: "auto",
         meaning: "the in-process capture clock: `auto` (the invariant TSC when the kernel's clocksource is `tsc`, converted to CLOCK_BOOTTIME at snapshot time; else CLOCK_BOOTTIME), `boottime` (always CLOCK_BOOTTIME)",
+    },
+    Var {
+        name: RUN_NAME,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "the run directory's name under `<logdir>/plugins/profile/`, shared by every process that has it (characters outside `[A-Za-z0-9._+=@-]` become `_`, cut to 128 bytes); unset: the first launcher job id below, else the UTC time of the write",
+    },
+    Var {
+        name: "TORCHELASTIC_RUN_ID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "torchrun's job id (`--rdzv-id`; its default `none` is skipped); names the run when `ROCTX_UTILS_RUN_NAME` is unset",
+    },
+    Var {
+        name: "SLURM_JOB_ID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "Slurm's job id (tried next)",
+    },
+    Var {
+        name: "PMIX_NAMESPACE",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "PMIx's job namespace (Open MPI 5 `mpirun`, PRRTE, Slurm with PMIx) (tried next)",
+    },
+    Var {
+        name: "OMPI_MCA_orte_ess_jobid",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "Open MPI 4's job id (tried next)",
+    },
+    Var {
+        name: "LSB_JOBID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "LSF's job id (tried next)",
+    },
+    Var {
+        name: "PBS_JOBID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "PBS/Torque's job id (tried next)",
+    },
+    Var {
+        name: "FLUX_JOB_ID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "Flux's job id (tried next)",
+    },
+    Var {
+        name: "RANK",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "torchrun's global rank: names this process's file `<host>_rank<n>.xplane.pb` (first of the rank variables that holds a non-negative integer)",
+    },
+    Var {
+        name: "OMPI_COMM_WORLD_RANK",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "Open MPI's rank (same use as `RANK`, tried after it)",
+    },
+    Var {
+        name: "PMIX_RANK",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "PMIx's rank (tried next)",
+    },
+    Var {
+        name: "PMI_RANK",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "MPICH/Hydra's rank (tried next)",
+    },
+    Var {
+        name: "SLURM_PROCID",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "Slurm's task rank (tried next)",
+    },
+    Var {
+        name: "LOCAL_RANK",
+        owner: Owner::Launcher,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "torchrun's rank on this node, unique with the host name (tried last); with no rank at all the file is `<host>_pid<pid>.xplane.pb`",
     },
     Var {
         name: ROOFLINE_OUT,
@@ -364,6 +467,8 @@ pub struct Config {
     pub roofline_out: Option<PathBuf>,
     /// `ROCTX_UTILS_CLOCK`.
     pub clock: ClockRequest,
+    /// `ROCTX_UTILS_RUN_NAME` and the launchers' job ids and ranks ([`job`]).
+    pub job: JobIdentity,
 }
 
 impl Config {
@@ -439,6 +544,8 @@ impl Config {
             },
         };
 
+        let job = JobIdentity::from_lookup(lookup, &mut warnings);
+
         let config = Config {
             enable_roctx,
             roctx_library: non_empty(ROCTX_LIBRARY),
@@ -452,6 +559,7 @@ impl Config {
             kernels,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
             clock,
+            job,
         };
         (config, warnings)
     }
@@ -544,6 +652,7 @@ mod tests {
                 kernels: true,
                 roofline_out: None,
                 clock: ClockRequest::Auto,
+                job: JobIdentity::default(),
             }
         );
     }

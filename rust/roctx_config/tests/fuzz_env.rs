@@ -196,6 +196,41 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     };
     assert_eq!(config.clock, clock, "{}={raw:?}", roctx_config::CLOCK);
 
+    // The job identity: the first usable run name and rank win; each unusable one before them
+    // warns (every listed variable holds the same raw value here).
+    let lossy_value = raw.to_string_lossy();
+    let mut expected_run = None;
+    for name in std::iter::once(roctx_config::RUN_NAME).chain(roctx_config::JOB_ID_VARS) {
+        if !has(name) || raw.is_empty() || (name == "TORCHELASTIC_RUN_ID" && lossy_value == "none") {
+            continue;
+        }
+        match roctx_config::job::run_dir_name(&lossy_value) {
+            Some(dir) => {
+                expected_run = Some((dir, name));
+                break;
+            }
+            None => expected_warnings.push(name),
+        }
+    }
+    assert_eq!(config.job.run_name.as_ref().map(|(d, n)| (d.as_str(), *n)), expected_run.as_ref().map(|(d, n)| (d.as_str(), *n)));
+    if let Some((dir, _)) = &config.job.run_name {
+        assert!(!dir.is_empty() && dir.len() <= roctx_config::job::MAX_RUN_NAME && !dir.contains('/') && dir != "." && dir != "..", "{dir:?}");
+    }
+    let mut expected_rank = None;
+    for name in roctx_config::RANK_VARS {
+        if !has(name) || raw.is_empty() {
+            continue;
+        }
+        match lossy_value.trim().parse::<u32>().ok().filter(|_| lossy_value.trim().bytes().all(|b| b.is_ascii_digit())) {
+            Some(n) => {
+                expected_rank = Some((n, name));
+                break;
+            }
+            None => expected_warnings.push(name),
+        }
+    }
+    assert_eq!(config.job.rank, expected_rank, "ranks from {raw:?}");
+
     let path = |name: &str| (has(name) && !raw.is_empty()).then(|| raw.to_os_string());
     let roofline = path(roctx_config::ROOFLINE_OUT).or_else(|| path(roctx_config::GGML_ROOFLINE_OUT));
     assert_eq!(config.roofline_out.map(OsString::from), roofline);

@@ -10,6 +10,7 @@ fn owner(o: Owner) -> &'static str {
         Owner::Rocm => "ROCm",
         Owner::RocprofilerRegister => "rocprofiler-register",
         Owner::Ggml => "ggml/llama.cpp",
+        Owner::Launcher => "launcher",
     }
 }
 

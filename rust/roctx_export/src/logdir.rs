@@ -1,5 +1,6 @@
 //! The TensorBoard log directory layout XProf reads:
-//! `<logdir>/plugins/profile/<run>/<host>.xplane.pb`, `<run>` a UTC `YYYY_MM_DD_hh_mm_ss`.
+//! `<logdir>/plugins/profile/<run>/<host>.xplane.pb`, `<run>` a UTC `YYYY_MM_DD_hh_mm_ss` or a
+//! job's name (every process of a job writes its own `<host>` file into one run).
 //!
 //! Owns the layout: where a session's file goes ([`write`], which never replaces a file) and
 //! which files a path stands for ([`find_xspaces`]).
@@ -54,8 +55,9 @@ pub fn write_bytes(logdir: &Path, run: &str, host: &str, xspace: &[u8]) -> io::R
     output::write_new(&dir, &safe_host(host), ".xplane.pb", xspace)
 }
 
-/// The `.xplane.pb` files a path names: the file itself, or in a log directory the files of its
-/// newest run (runs sort by name, which is their time).
+/// The `.xplane.pb` files a path names: the file itself, the files of a run directory, or in a
+/// log directory the files of its newest run: the one last written to (a run named after a job
+/// id does not sort by time), the later name on a tie.
 /// A path that is neither (a FIFO, a device, ...) is an `InvalidInput` error naming what it is.
 pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
     match fs::metadata(path) {
@@ -72,8 +74,13 @@ pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
     }
     let profile = path.join("plugins").join("profile");
     let run_root = if profile.is_dir() { profile } else { path.to_owned() };
-    let mut runs: Vec<PathBuf> = fs::read_dir(&run_root)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    let mut runs: Vec<(SystemTime, PathBuf)> = fs::read_dir(&run_root)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .map(|p| (fs::metadata(&p).and_then(|m| m.modified()).unwrap_or(UNIX_EPOCH), p))
+        .collect();
     runs.sort();
+    let mut runs: Vec<PathBuf> = runs.into_iter().map(|(_, p)| p).collect();
     let candidates = if runs.is_empty() { vec![run_root.clone()] } else { vec![runs.pop().unwrap_or_default()] };
     let mut files: Vec<PathBuf> = candidates
         .iter()
@@ -113,6 +120,13 @@ mod tests {
         assert_eq!(find_xspaces(&dir).unwrap(), vec![new.clone()]);
         assert_eq!(find_xspaces(&new).unwrap(), vec![new]);
         assert!(find_xspaces(&dir.join("nope")).is_err());
+        // A run named after a job sorts before the timestamps but was written last: it is the
+        // newest. Its run directory stands for its files too.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let a = write(&dir, "12345", "h_rank0", &XSpace::default()).unwrap();
+        let b = write(&dir, "12345", "h_rank1", &XSpace::default()).unwrap();
+        assert_eq!(find_xspaces(&dir).unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(find_xspaces(&dir.join("plugins/profile/12345")).unwrap(), vec![a, b]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

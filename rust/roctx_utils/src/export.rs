@@ -42,10 +42,10 @@ fn write_logdir_as(snapshot: &Snapshot, dir: &Path, run: Option<&str>, stem: &st
 }
 
 /// The file name (before `.xplane.pb`, which XProf shows as the host) for this process's
-/// automatic writes: the host and the pid, so processes of one host started in the same second
-/// (one run directory) each get their own file.
+/// automatic writes: the host and the launcher's rank (`<host>_rank<n>`), else the pid, so the
+/// processes of one job, which share a run directory, each get their own file.
 pub fn process_file_stem() -> String {
-    format!("{}_pid{}", os::hostname(), std::process::id())
+    roctx_config::get().job.file_stem(&os::hostname(), std::process::id())
 }
 
 /// Writes a stopped session to `ROCTX_UTILS_XSPACE_OUT`, when it is set.
@@ -61,7 +61,10 @@ pub fn write_to_xspace_out(snapshot: &Snapshot) {
     }
     // Every stopped session gets its own file (write_new never replaces), so a later session,
     // such as one a host's atexit handler stops after ours, cannot overwrite the exit-time one.
-    match write_logdir_as(snapshot, dir, None, &process_file_stem()) {
+    // The job's run name, so every process of the job lands in one run directory (XProf shows
+    // one run with an entry per process); else the time of this write.
+    let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
+    match write_logdir_as(snapshot, dir, run, &process_file_stem()) {
         Ok(path) => log::result(format_args!(
             "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",
             snapshot.events.len(),

@@ -248,7 +248,10 @@ fn auto_session(config: &Config, roctx: Option<Flavor>) {
     }
     match start_session_with(config, SessionOptions::default(), None, roctx) {
         Ok(mode) => {
-            log::info(format_args!("{} is set: capture session started ({mode:?})", roctx_config::XSPACE_OUT));
+            let job = &config.job;
+            let run = job.run_name.as_ref().map_or_else(|| "the write's UTC time".to_owned(), |(name, var)| format!("{name:?} (from {var})"));
+            let rank = job.rank.map_or_else(|| "none: the file is named by the pid".to_owned(), |(n, var)| format!("{n} (from {var})"));
+            log::info(format_args!("{} is set: capture session started ({mode:?}); run {run}, rank {rank}", roctx_config::XSPACE_OUT));
             ensure_exit_hook();
         }
         Err(e) => log::warn(format_args!("{} is set but no session could start: {e}", roctx_config::XSPACE_OUT)),
