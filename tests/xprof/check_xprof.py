@@ -198,6 +198,35 @@ def convert(path):
     return None, error + ("; XProf said: " + tail if tail else "")
 
 
+def convert_all(paths):
+    """The streaming trace viewer's JSON (`trace_viewer@`) for copies of `paths` together, as
+    XProf serves a run with several hosts selected."""
+    from xprof.convert import raw_to_tool_data  # pylint: disable=import-outside-toplevel
+
+    with tempfile.TemporaryDirectory(prefix="check_xprof_all_") as tmp:
+        copies = []
+        for path in paths:
+            copies.append(os.path.join(tmp, os.path.basename(path)))
+            shutil.copyfile(path, copies[-1])
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            with open(os.devnull, "wb") as null:
+                os.dup2(null.fileno(), 2)
+                try:
+                    data, _ = raw_to_tool_data.xspace_to_tool_data(
+                        copies, "trace_viewer@", {"use_saved_result": False})
+                except Exception as e:  # pylint: disable=broad-except
+                    return None, "%s: %s" % (type(e).__name__, e)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    try:
+        return json.loads(data.decode() if isinstance(data, bytes) else data), ""
+    except (ValueError, AttributeError) as e:
+        return None, "not JSON (%s)" % e
+
+
 # ---------------------------------------------------------------------------------------------
 # Checks.
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +465,22 @@ def check_hosts(files, expected, results):
         print("== run %s: XProf lists %d hosts: %s" % (run, len(hosts), ", ".join(hosts)))
         results.check("hosts:%s" % os.path.basename(run), len(hosts) == expected,
                       "XProf lists %d hosts, expected %d: %s" % (len(hosts), expected, hosts))
+        # All of them at once, as the trace viewer shows ALL_HOSTS: a `<host> /host:CPU` process
+        # per file, each with its ROCTX events.
+        doc, error = convert_all([os.path.join(run, n) for n in names])
+        if doc is None:
+            results.check("all-hosts:%s" % os.path.basename(run), False, error)
+            continue
+        events = doc.get("traceEvents", [])
+        names_by_pid = {e["pid"]: e["args"]["name"] for e in events
+                        if e.get("ph") == "M" and e.get("name") == "process_name"}
+        host_pids = {pid for pid, name in names_by_pid.items() if name.endswith(" /host:CPU")}
+        drawn = {names_by_pid[e["pid"]] for e in events
+                 if e.get("ph") == "X" and e.get("pid") in host_pids}
+        want = {"%s /host:CPU" % h for h in hosts}
+        print("   all hosts at once: %d host processes with events" % len(drawn))
+        results.check("all-hosts:%s" % os.path.basename(run), drawn == want,
+                      "processes with events %s, expected %s" % (sorted(drawn), sorted(want)))
 
 
 def main(argv=None):
