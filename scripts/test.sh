@@ -512,6 +512,13 @@ run_job_batches() {
     find "$job" -name '*.xplane.pb' | sort | sed 's/^/    /'
     run_check_xprof "xprof: one job, 16 processes" "$dir/check_job.log" "$job/plugins/profile/job-17" \
       --hosts 16 --roctx-rows 3 --nest-all 'jit_train_step>host_callback'
+    # The same run folded into one file: XProf draws 16 host processes, 3 ROCTX rows each.
+    echo "==> roctx merge --per-process $job -o $dir/job_folded.xplane.pb"
+    if (cd rust && cargo run --release --locked -q -p roctx_cli -- merge --per-process "$job" -o "$dir/job_folded.xplane.pb"); then
+      run_check_xprof "xprof: one job, folded" "$dir/check_folded.log" "$dir/job_folded.xplane.pb" --folded 16 --roctx-rows 3
+    else
+      record "xprof: one job, folded" 0 1 "roctx merge --per-process failed"
+    fi
   fi
   echo
   echo "==> no launcher: 8 processes of xla_style_host, no run name, no rank"

@@ -452,6 +452,37 @@ def check_kernels(doc, args, check, roctx):
         check("kernel:" + spec, not why, "; ".join(why))
 
 
+def check_folded(path, args, results):
+    """A file of several processes folded by `roctx merge --per-process`: XProf's trace viewer
+    (the streaming one, `trace_viewer@`, which the UI uses; the legacy converter draws only a
+    plane named exactly /host:CPU) draws each process's host plane as its own process,
+    `<file> /host:CPU <process>`, with that process's ROCTX rows."""
+    doc, error = convert_all([path])
+    results.check("convert", doc is not None, error)
+    if doc is None:
+        return
+    events = [e for e in doc.get("traceEvents", []) if isinstance(e, dict) and e.get("ph")]
+    hosts = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M"
+             and e.get("name") == "process_name"
+             and " %s " % HOST_PLANE in e.get("args", {}).get("name", "")}
+    names = {(e.get("pid"), e.get("tid")): e.get("args", {}).get("name", "") for e in events
+             if e["ph"] == "M" and e.get("name") == "thread_name"}
+    rows = collections.defaultdict(set)
+    for e in events:
+        if e["ph"] == "X" and e.get("pid") in hosts:
+            name = names.get((e["pid"], e.get("tid")), "")
+            if ROCTX_ROW.match(name):
+                rows[e["pid"]].add(name)
+    for pid, name in sorted(hosts.items()):
+        print("  %-40s %d ROCTX rows" % (name, len(rows[pid])))
+    results.check("folded-processes", len(hosts) == args.folded,
+                  "%d `/host:CPU <process>` processes, expected %d" % (len(hosts), args.folded))
+    if args.roctx_rows is not None:
+        wrong = {hosts[p]: len(rows[p]) for p in hosts if len(rows[p]) != args.roctx_rows}
+        results.check("folded-roctx-rows", not wrong,
+                      "processes without %d ROCTX rows: %s" % (args.roctx_rows, wrong))
+
+
 def check_hosts(files, expected, results):
     """XProf's host list for each run directory among `files`: what its run selector offers."""
     from xprof import profile_plugin  # pylint: disable=import-outside-toplevel
@@ -499,6 +530,9 @@ def main(argv=None):
     parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")
     parser.add_argument("--kernel", action="append", default=[], metavar="NAME=RANGE",
                         help="kernel NAME is drawn under ROCTX range RANGE (repeatable)")
+    parser.add_argument("--folded", type=int, metavar="N",
+                        help="each PATH is a `roctx merge --per-process` file: XProf draws N "
+                        "`/host:CPU <process>` processes, each with --roctx-rows ROCTX rows")
     parser.add_argument("--hosts", type=int, metavar="N",
                         help="XProf lists exactly N hosts for the run of each PATH (its own "
                         "hosts_from_xplane_filenames over the run directory's files)")
@@ -521,6 +555,9 @@ def main(argv=None):
         check_hosts(files, args.hosts, results)
     for path in files:
         print("== %s" % path)
+        if args.folded is not None:
+            check_folded(path, args, results)
+            continue
         check_file(path, args, results, os.path.basename(path) if len(files) > 1 else "")
     print("xprof consumer: %d passed, %d failed" % (results.passed, results.failed))
     return 1 if results.failed or not results.passed else 0

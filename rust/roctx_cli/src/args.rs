@@ -8,9 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Inspect, merge and convert the XSpace traces (`.xplane.pb`) that roctx_utils and XLA write;
 /// analyse ggml roofline reports.
 ///
-/// An INPUT is a `.xplane.pb` file, or a TensorBoard log directory (the one given to
-/// `tensorboard --logdir`, holding `plugins/profile/<run>/<host>.xplane.pb`), which stands for
-/// the files of its newest run.
+/// An INPUT is a `.xplane.pb` file; a run directory (`<logdir>/plugins/profile/<run>`), which
+/// stands for its files, one per process of a job (`<host>_rank3.xplane.pb`, ...); or a
+/// TensorBoard log directory (the one given to `tensorboard --logdir`), which stands for the
+/// files of its newest run.
 #[derive(Debug, Parser)]
 #[command(name = "roctx", version)]
 #[command(after_help = "Limits: an INPUT file must be a regular file of at most 1 GiB (a FIFO or device is refused); memory is ~30x (convert), ~40x (inspect) or ~55x (merge) the input size at worst. A problem repeated on many events is reported once per kind and plane, with its count. -o only ever replaces a regular file: a directory, FIFO, socket, device or symbolic link there is refused.\n\nExit status: 0 success; 1 the trace has validation errors (inspect, merge); 2 bad usage, or an input could not be read or written.")]
@@ -23,9 +24,10 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Summarize an XSpace: planes, XProf rows, nesting depth, and what XProf would draw wrong.
     Inspect(InspectArgs),
-    /// Merge XSpaces (e.g. XLA's capture and a roctx_utils log directory) into one file.
+    /// Merge XSpaces into one file: captures of one process (e.g. XLA's and roctx_utils'), or with
+    /// --per-process the processes of a multi-process run.
     Merge(MergeArgs),
-    /// Convert an XSpace to another trace format.
+    /// Convert an XSpace, or the files of a run, to another trace format.
     Convert(ConvertArgs),
     /// Per-op GPU roofline of a ggml/llama.cpp roofline report (GGML_ROOFLINE_OUT).
     Roofline(RooflineArgs),
@@ -35,21 +37,28 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = "Exit status: 0 no validation errors (warnings allowed); 1 validation errors; 2 bad usage or unreadable input.")]
 pub(crate) struct InspectArgs {
-    /// A .xplane.pb file or a TensorBoard log directory (every host of its newest run).
+    /// A .xplane.pb file, a run directory (each of its files), or a TensorBoard log directory
+    /// (each file of its newest run). Several files are listed first as the run's processes.
     #[arg(value_name = "INPUT")]
     pub(crate) input: PathBuf,
-    /// Print one JSON document (stable keys) instead of text.
+    /// Print one JSON document (stable keys; for several files also "processes" and "run")
+    /// instead of text.
     #[arg(long)]
     pub(crate) json: bool,
 }
 
 /// `roctx merge`.
 #[derive(Debug, Args)]
-#[command(after_help = "Lines of the same host thread from several inputs end up in one /host:CPU plane, each ROCTX row directly below its thread's row.\n\nExit status: 0 merged, no validation errors; 1 merged, but the result has validation errors; 2 bad usage, or an input could not be read or the output written.")]
+#[command(after_help = "Without --per-process the inputs are captures of one process (e.g. XLA's capture and a roctx_utils log directory of the same run): lines of the same host thread end up in one /host:CPU plane, each ROCTX row directly below its thread's row, and a GPU plane filled by several inputs is kept once.\n\nWith --per-process each input file is one process of a job (a run directory or log directory stands for its files): each keeps its own planes, named after the file (/host:CPU h_rank3, /device:GPU:0 h_rank3), so XProf shows every process apart in one file; all are moved onto the earliest session start.\n\nExit status: 0 merged, no validation errors; 1 merged, but the result has validation errors; 2 bad usage, or an input could not be read or the output written.")]
 pub(crate) struct MergeArgs {
-    /// .xplane.pb files or log directories (every host of each one's newest run).
+    /// .xplane.pb files, run directories (each of their files) or log directories (each file of
+    /// their newest run).
     #[arg(value_name = "INPUT", required = true)]
     pub(crate) inputs: Vec<PathBuf>,
+    /// Keep each input file apart as its own process (one file per rank or GPU process) instead
+    /// of merging threads and GPUs that share ids: its planes get the file's name appended.
+    #[arg(long)]
+    pub(crate) per_process: bool,
     /// Where to write the merged XSpace (parent directories are created; never an input).
     #[arg(short, long, value_name = "OUT.xplane.pb")]
     pub(crate) output: PathBuf,
@@ -57,11 +66,13 @@ pub(crate) struct MergeArgs {
 
 /// `roctx convert`.
 #[derive(Debug, Args)]
+#[command(after_help = "Several files (a run directory, or a log directory whose newest run has several: one file per process) become one trace, read one file at a time: each file's planes are processes named after it (h_rank3 /host:CPU), with pids from k*100000+1 for the k-th file, all on the first file's session start.\n\nExit status: 0 written; 2 bad usage, or an input could not be read or the output written.")]
 pub(crate) struct ConvertArgs {
     /// Output format.
     #[arg(long, value_enum)]
     pub(crate) format: Format,
-    /// A .xplane.pb file, or a log directory whose newest run has a single host.
+    /// A .xplane.pb file, a run directory or a log directory (its newest run). Several files
+    /// (one per process) become one trace: a process group per file, named after it.
     #[arg(value_name = "INPUT")]
     pub(crate) input: PathBuf,
     /// Output file (default: stdout); a name ending in .gz is gzip-compressed.

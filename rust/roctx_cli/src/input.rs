@@ -1,7 +1,8 @@
-//! Reading inputs: a `.xplane.pb` file, or a TensorBoard log directory standing for the files of
-//! its newest run ([`roctx_export::logdir::find_xspaces`]). Owns the messages for paths that do
-//! not exist, are not regular files or directories, are over [`MAX_INPUT_BYTES`], directories
-//! without traces and files that are not XSpaces; never writes.
+//! Reading inputs: a `.xplane.pb` file, a run directory standing for its files (one per
+//! process), or a TensorBoard log directory standing for the files of its newest run
+//! ([`roctx_export::logdir::find_xspaces`]); and what a run and its files are called. Owns the
+//! messages for paths that do not exist, are not regular files or directories, are over
+//! [`MAX_INPUT_BYTES`], directories without traces and files that are not XSpaces; never writes.
 
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
@@ -24,7 +25,8 @@ pub(crate) const MAX_INPUT_BYTES: u64 = 1 << 30;
 /// `inspect` peaks at ~39x, `merge` (input and result) at ~55x; see the crate docs.
 pub(crate) const MEMORY_PER_INPUT_BYTE: u64 = 29;
 
-/// The `.xplane.pb` files `path` names: itself, or those of a log directory's newest run.
+/// The `.xplane.pb` files `path` names: itself, those of a run directory, or those of a log
+/// directory's newest run.
 pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
     let meta = metadata(path)?;
     if !meta.is_dir() {
@@ -37,6 +39,24 @@ pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
         ),
         _ => Failure::io("reading", path, err),
     })
+}
+
+/// The process a run's file stands for: its name without `.xplane.pb` (`h_rank3` for
+/// `h_rank3.xplane.pb`), which XProf shows as the file's host.
+pub(crate) fn process_name(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match name.strip_suffix(".xplane.pb") {
+        Some(stem) => stem.to_owned(),
+        None => path.file_stem().map_or(name.clone(), |s| s.to_string_lossy().into_owned()),
+    }
+}
+
+/// The name of the directory holding `file`: the run, for the files of a log or run directory.
+pub(crate) fn run_name(file: &Path) -> String {
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // `.` or `..` have no name of their own: the directory they are does.
+    let name = dir.file_name().map(|n| n.to_os_string()).or_else(|| fs::canonicalize(dir).ok().and_then(|d| d.file_name().map(|n| n.to_os_string())));
+    name.map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 // The XSpace hint spells the factor out: keep them equal.

@@ -1,5 +1,6 @@
 //! `roctx inspect`: prints [`roctx_export::inspect::Summary`] of each input file, as text or as
-//! one JSON document. Owns only the layout; the summary itself is computed by the library.
+//! one JSON document; for the files of a multi-process run, first the run and its processes.
+//! Owns only the layout; the summary itself is computed by the library.
 //!
 //! Each file is decoded, summarized and dropped before the next is read, and the output is
 //! streamed to stdout: memory is one decoded file plus the summaries (proportional to lines;
@@ -8,7 +9,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use roctx_export::inspect::{self, LineSummary, PlaneSummary, Severity, Summary};
+use roctx_export::inspect::{self, LineSummary, PlaneSummary, Run, Severity, Summary};
 
 use crate::args::InspectArgs;
 use crate::input;
@@ -16,18 +17,29 @@ use crate::messages::{Failure, Status};
 
 /// Runs `roctx inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
+    let files = input::files(&args.input)?;
+    // Several files are the processes of one run (XProf lists each as a host): say which.
+    let run = (files.len() > 1).then(|| Run { name: input::run_name(&files[0]), processes: files.iter().map(|f| input::process_name(f)).collect() });
     let mut reports: Vec<(String, Summary)> = Vec::new();
-    for path in input::files(&args.input)? {
+    for path in files {
         let space = input::read(&path)?;
         reports.push((path.display().to_string(), Summary::of(&space)));
     }
     let mut out = BufWriter::new(io::stdout().lock());
-    let written = if args.json { inspect::write_json_report(&reports, &mut out).and_then(|()| out.write_all(b"\n")) } else { to_text(&reports, &mut out) };
+    let written = if args.json {
+        inspect::write_json_run_report(run.as_ref(), &reports, &mut out).and_then(|()| out.write_all(b"\n"))
+    } else {
+        to_text(run.as_ref(), &reports, &mut out)
+    };
     written.and_then(|()| out.flush()).map_err(Failure::stdout)?;
     Ok(if reports.iter().all(|(_, s)| s.is_valid()) { Status::Clean } else { Status::Invalid })
 }
 
-fn to_text(reports: &[(String, Summary)], out: &mut impl Write) -> io::Result<()> {
+fn to_text(run: Option<&Run>, reports: &[(String, Summary)], out: &mut impl Write) -> io::Result<()> {
+    if let Some(run) = run {
+        writeln!(out, "run {}: {}: {}", run.name, plural(run.processes.len(), "process"), run.processes.join(", "))?;
+        writeln!(out)?;
+    }
     for (i, (path, s)) in reports.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
@@ -101,5 +113,9 @@ fn line_label(l: &LineSummary) -> String {
 }
 
 fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+    match (n, noun.ends_with('s')) {
+        (1, _) => format!("1 {noun}"),
+        (_, true) => format!("{n} {noun}es"),
+        (_, false) => format!("{n} {noun}s"),
+    }
 }

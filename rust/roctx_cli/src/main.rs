@@ -5,10 +5,15 @@ write, without TensorBoard; and the per-op roofline of a ggml roofline report.
 ```text
 roctx inspect run/                         planes, XProf rows, nesting; exit 1 on validation errors
 roctx inspect --json host.xplane.pb        the same as one JSON document
-roctx merge xla_run/ roctx_run/ -o all.xplane.pb
-roctx convert --format chrome run/ -o trace.json.gz
+roctx merge xla_run/ roctx_run/ -o all.xplane.pb   two captures of one process
+roctx merge --per-process logs/ -o job.xplane.pb   a run's processes (one file each), kept apart
+roctx convert --format chrome run/ -o trace.json.gz  several files: a process group per file
 roctx roofline report.json --svg roofline.svg  per-op roofline of a ggml GGML_ROOFLINE_OUT report
 ```
+
+An input is a file, a run directory (`<logdir>/plugins/profile/<run>`: one file per process of
+a job, e.g. `<host>_rank3.xplane.pb`) or a log directory (its newest run). `inspect` of several
+files lists the run's processes first.
 
 A thin binary over `roctx_export` and `roctx_roofline`: each subcommand module reads inputs through [`input`],
 calls the library, writes through [`output`] and prints; [`messages`] owns the `roctx:` errors
@@ -22,7 +27,7 @@ and exit codes.
 - **Memory** is proportional to the input: each input is decoded whole. Peak RSS measured on
   the worst case, a 10 MB file of 5 M two-byte events (a 56-byte `XEvent` each in memory):
   `convert` 286 MB (~29 bytes per input byte, [`input::MEMORY_PER_INPUT_BYTE`]: the decoded
-  XSpace, the JSON is streamed), `inspect` and `inspect --json` 393 MB (~39x: one decoded file
+  XSpace, the JSON is streamed; a run's files are decoded one at a time), `inspect` and `inspect --json` 393 MB (~39x: one decoded file
   at a time, plus 16 bytes per event of the line whose nesting depth is measured; the summary
   is proportional to lines), `merge` 550 MB (~55x:
   the inputs and the result). Ordinary traces, whose events carry offsets, durations and

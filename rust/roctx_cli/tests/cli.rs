@@ -3,6 +3,8 @@
 //! - `inspect`: text and JSON summaries, log directories, the exit code scripts gate on;
 //! - `merge`: an XLA capture plus a roctx_utils log directory;
 //! - `convert`: Chrome JSON to stdout and to a gzip file;
+//! - runs of several processes (one file per rank): inspect lists them, `merge --per-process`
+//!   and `convert` keep each apart in one file;
 //! - errors: what users see for bad paths, bad files and bad flags, and that nothing panics.
 //!
 //! The harness (`TestCommand`, scratch `Dir`, fixtures) is in `util/`.
@@ -98,10 +100,121 @@ fn inspect_of_a_log_directory_reads_only_its_newest_run() {
     let headers: Vec<&str> = run.stdout.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).collect();
     assert_eq!(
         headers,
-        ["logs/plugins/profile/2026_01_01_00_00_00/new-host.xplane.pb", "logs/plugins/profile/2026_01_01_00_00_00/second-host.xplane.pb"],
+        [
+            "run 2026_01_01_00_00_00: 2 processes: new-host, second-host",
+            "logs/plugins/profile/2026_01_01_00_00_00/new-host.xplane.pb",
+            "logs/plugins/profile/2026_01_01_00_00_00/second-host.xplane.pb"
+        ],
         "{}",
         run.stdout
     );
+}
+
+// --- runs of several processes (one file per rank) -----------------------------------------
+
+const RUN: &str = "2026_01_01_00_00_00";
+
+/// A run of three processes, `h_rank0..2` on hosts `node0..2`, with the same threads (4242 and
+/// 4300) each; returns the log directory's name.
+fn three_ranks(dir: &Dir) -> &'static str {
+    for rank in 0..3 {
+        let mut space = sample_space();
+        space.hostnames = vec![format!("node{rank}")];
+        logdir::write(&dir.path("logs"), RUN, &format!("h_rank{rank}"), &space).unwrap();
+    }
+    "logs"
+}
+
+#[test]
+fn inspect_of_a_run_lists_its_processes_first() {
+    let dir = Dir::new("inspect_run");
+    let logs = three_ranks(&dir);
+    let run_dir = format!("{logs}/plugins/profile/{RUN}");
+    for input in [logs, run_dir.as_str()] {
+        let run = dir.command().args(["inspect", input]).expect(0);
+        let mut lines = run.stdout.lines();
+        assert_eq!(lines.next(), Some("run 2026_01_01_00_00_00: 3 processes: h_rank0, h_rank1, h_rank2"), "{}", run.stdout);
+        assert_eq!(lines.next(), Some(""), "{}", run.stdout);
+        assert_eq!(lines.next(), Some(format!("{run_dir}/h_rank0.xplane.pb").as_str()), "{}", run.stdout);
+        assert_eq!(run.stdout.matches("validation: ok").count(), 3, "{}", run.stdout);
+
+        let doc = dir.command().args(["inspect", "--json", input]).expect(0).json();
+        let mut keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["error_count", "files", "processes", "run", "warning_count"]);
+        assert_eq!(doc["processes"], serde_json::json!(["h_rank0", "h_rank1", "h_rank2"]));
+        assert_eq!(doc["run"], RUN);
+        assert_eq!(doc["files"].as_array().unwrap().len(), 3);
+        assert_eq!(doc["files"][2]["path"], format!("{run_dir}/h_rank2.xplane.pb"));
+    }
+    // A run of one process is just its file, as before.
+    let single = dir.command().args(["inspect", "--json", &format!("{run_dir}/h_rank1.xplane.pb")]).expect(0).json();
+    assert!(single.get("processes").is_none() && single.get("run").is_none(), "{single:#}");
+}
+
+#[test]
+fn merge_per_process_keeps_each_process_of_a_run_apart_in_one_file() {
+    let dir = Dir::new("merge_per_process");
+    let logs = three_ranks(&dir);
+    let run = dir.command().args(["merge", "--per-process", logs, "-o", "all.xplane.pb"]).expect(0);
+    assert!(run.stdout.starts_with("merged 3 files into all.xplane.pb as 3 processes: node0, node1, node2; 4 planes"), "{}", run.stdout);
+    assert!(run.stdout.contains("0 validation errors"), "{}", run.stdout);
+
+    let doc = dir.command().args(["inspect", "--json", "all.xplane.pb"]).expect(0).json();
+    assert_eq!(doc["error_count"], 0, "{doc:#}");
+    let planes = doc["files"][0]["planes"].as_array().unwrap();
+    let names: Vec<&str> = planes.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["/host:CPU h_rank0", "/host:CPU h_rank1", "/host:CPU h_rank2", "Task Environment"]);
+    let mut ids: Vec<i64> = planes.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    for (rank, plane) in planes.iter().take(3).enumerate() {
+        let host = format!("/host:CPU h_rank{rank}");
+        assert_eq!(plane["rendered"], true);
+        // Every rank's thread 4242 in its own process, nesting and all.
+        assert_eq!(json_line(&doc, &host, "Host Threads/4242/ROCTX")["event_count"], 4);
+        assert_eq!(json_line(&doc, &host, "Host Threads/4242/ROCTX")["depth"], 2);
+    }
+    assert_eq!(doc["files"][0]["hostnames"], serde_json::json!(["node0", "node1", "node2"]));
+    let text = dir.command().args(["inspect", "all.xplane.pb"]).expect(0).stdout;
+    assert_eq!(text.matches(", rendered by XProf").count(), 3, "{text}");
+
+    // Without --per-process the three are taken for captures of one process: one /host:CPU.
+    dir.command().args(["merge", logs, "-o", "one.xplane.pb"]).expect(0);
+    let doc = dir.command().args(["inspect", "--json", "one.xplane.pb"]).expect(0).json();
+    assert_eq!(doc["files"][0]["planes"].as_array().unwrap().iter().filter(|p| p["name"] == "/host:CPU").count(), 1);
+}
+
+#[test]
+fn convert_of_a_run_writes_one_trace_with_a_process_group_per_file() {
+    let dir = Dir::new("convert_run");
+    let logs = three_ranks(&dir);
+    let doc = dir.command().args(["convert", "--format", "chrome", logs]).expect(0).json();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let processes: Vec<(u64, &str)> =
+        events.iter().filter(|e| e["name"] == "process_name").map(|e| (e["pid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap())).collect();
+    assert_eq!(processes, [(1, "h_rank0 /host:CPU"), (100_001, "h_rank1 /host:CPU"), (200_001, "h_rank2 /host:CPU")]);
+    // The same thread of every rank, each under its own process.
+    let mut pids: Vec<u64> = events.iter().filter(|e| e["ph"] == "X" && e["name"] == "outer").map(|e| e["pid"].as_u64().unwrap()).collect();
+    pids.dedup();
+    assert_eq!(pids, [1, 100_001, 200_001]);
+    assert_eq!(doc["otherData"]["processes"], serde_json::json!(["h_rank0", "h_rank1", "h_rank2"]));
+    assert_eq!(doc["otherData"]["hostnames"], serde_json::json!(["node0", "node1", "node2"]));
+
+    let run = dir.command().args(["convert", "--format", "chrome", &format!("{logs}/plugins/profile/{RUN}"), "-o", "run.json.gz"]).expect(0);
+    assert!(run.stdout.starts_with("wrote run.json.gz: ") && run.stdout.ends_with(" trace events from 3 processes, gzip\n"), "{}", run.stdout);
+}
+
+#[test]
+fn convert_of_a_run_with_an_unreadable_file_names_it_and_writes_nothing() {
+    let dir = Dir::new("convert_run_unreadable");
+    let logs = three_ranks(&dir);
+    let bad = format!("{logs}/plugins/profile/{RUN}/h_rank1.xplane.pb");
+    dir.write(&bad, b"\xff\xff\xff\xff");
+    let run = dir.command().args(["convert", "--format", "chrome", logs, "-o", "run.json"]).expect(2);
+    assert!(run.stderr.starts_with(&format!("roctx: reading {bad}: not an XSpace (")), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_eq!(dir.names(), ["logs"], "an output or a temporary file was left behind");
 }
 
 #[test]
@@ -262,16 +375,6 @@ fn a_log_directory_without_traces_gets_a_hint() {
     let run = dir.command().args(["inspect", "logs"]).expect(2);
     assert!(run.stderr.starts_with("roctx: no *.xplane.pb under logs"), "{}", run.stderr);
     assert!(run.stderr.contains("\nhint: pass a .xplane.pb file, or the directory given to `tensorboard --logdir`"), "{}", run.stderr);
-}
-
-#[test]
-fn convert_of_a_multi_host_run_names_the_files_and_the_next_step() {
-    let dir = Dir::new("convert_multi_host");
-    logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "a", &sample_space()).unwrap();
-    logdir::write(&dir.path("logs"), "2026_01_01_00_00_00", "b", &sample_space()).unwrap();
-    let run = dir.command().args(["convert", "--format", "chrome", "logs"]).expect(2);
-    assert!(run.stderr.starts_with("roctx: logs holds 2 hosts"), "{}", run.stderr);
-    assert!(run.stderr.contains("hint: convert each file on its own"), "{}", run.stderr);
 }
 
 #[test]

@@ -139,10 +139,28 @@ impl Summary {
     }
 }
 
+/// The files of one run (a multi-process job: one file per process), as an inspect report names
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The run directory's name (`<logdir>/plugins/profile/<run>`).
+    pub name: String,
+    /// Each file's process, in the report's file order: its name without `.xplane.pb`, which
+    /// XProf shows as the host.
+    pub processes: Vec<String>,
+}
+
 /// Writes `roctx inspect --json`'s document for `files` (path, summary) to `out`, pretty-printed
 /// and streamed (no intermediate JSON value, which cost ~10x the summary):
 /// `{"error_count", "files": [{"path", <Summary fields>}], "warning_count"}`.
 pub fn write_json_report<W: Write>(files: &[(String, Summary)], out: W) -> io::Result<()> {
+    write_json_run_report(None, files, out)
+}
+
+/// [`write_json_report`], and with `run` (the files are the processes of one run) two more keys
+/// between `"files"` and `"warning_count"`: `"processes"` (the process of each file, in file
+/// order) and `"run"` (its name). Without `run` the document is [`write_json_report`]'s.
+pub fn write_json_run_report<W: Write>(run: Option<&Run>, files: &[(String, Summary)], out: W) -> io::Result<()> {
     #[derive(Serialize)]
     struct File<'a> {
         path: &'a str,
@@ -153,12 +171,18 @@ pub fn write_json_report<W: Write>(files: &[(String, Summary)], out: W) -> io::R
     struct Report<'a> {
         error_count: usize,
         files: Vec<File<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        processes: Option<&'a [String]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        run: Option<&'a str>,
         warning_count: usize,
     }
     let count = |severity| files.iter().map(|(_, s)| s.count(severity)).sum::<usize>();
     let report = Report {
         error_count: count(Severity::Error),
         files: files.iter().map(|(path, summary)| File { path, summary }).collect(),
+        processes: run.map(|r| r.processes.as_slice()),
+        run: run.map(|r| r.name.as_str()),
         warning_count: count(Severity::Warning),
     };
     serde_json::to_writer_pretty(out, &report).map_err(io::Error::from)
@@ -350,6 +374,27 @@ mod tests {
             expected["path"] = "a.xplane.pb".into();
             expected
         });
+    }
+
+    #[test]
+    fn a_run_report_adds_its_processes_and_name_and_nothing_else() {
+        let files = vec![("r/a.xplane.pb".to_owned(), Summary::of(&sample_space())), ("r/b.xplane.pb".to_owned(), Summary::of(&sample_space()))];
+        let run = Run { name: "r".to_owned(), processes: vec!["a".to_owned(), "b".to_owned()] };
+        let (mut plain, mut with_run) = (Vec::new(), Vec::new());
+        write_json_report(&files, &mut plain).unwrap();
+        write_json_run_report(Some(&run), &files, &mut with_run).unwrap();
+        let mut none = Vec::new();
+        write_json_run_report(None, &files, &mut none).unwrap();
+        assert_eq!(none, plain);
+        let mut v: serde_json::Value = serde_json::from_slice(&with_run).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["error_count", "files", "processes", "run", "warning_count"]);
+        assert_eq!(v["processes"], serde_json::json!(["a", "b"]));
+        assert_eq!(v["run"], "r");
+        let object = v.as_object_mut().unwrap();
+        object.remove("processes");
+        object.remove("run");
+        assert_eq!(v, serde_json::from_slice::<serde_json::Value>(&plain).unwrap());
     }
 
     #[test]

@@ -454,11 +454,7 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
     let bases: Vec<Option<i64>> = spaces.iter().map(time_base).collect();
     let target = bases.iter().flatten().next().copied();
     for (mut space, from) in spaces.into_iter().zip(bases) {
-        if let (Some(to), Some(from)) = (target, from) {
-            for line in space.planes.iter_mut().filter(|p| p.name != TASK_ENV_PLANE).flat_map(|p| p.lines.iter_mut()) {
-                line.timestamp_ns = line.timestamp_ns.saturating_add(from.saturating_sub(to));
-            }
-        }
+        rebase(&mut space, from, target);
         if has_task_env {
             space.planes.retain(|p| p.name != TASK_ENV_PLANE);
         }
@@ -496,6 +492,200 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
     merge_planes_with_same_names(&mut out);
     merge_host_planes(&mut out);
     out
+}
+
+/// Moves `space`'s line timestamps from time base `from` onto `to` (both as [`time_base`] gives
+/// them); nothing moves unless both are known. The `Task Environment` plane keeps its stats,
+/// which are wall-clock times, not offsets from a base.
+fn rebase(space: &mut XSpace, from: Option<i64>, to: Option<i64>) {
+    let (Some(from), Some(to)) = (from, to) else { return };
+    for line in space.planes.iter_mut().filter(|p| p.name != TASK_ENV_PLANE).flat_map(|p| p.lines.iter_mut()) {
+        line.timestamp_ns = line.timestamp_ns.saturating_add(from.saturating_sub(to));
+    }
+}
+
+/// Folds the XSpaces of several processes of one job (the files of a run, one per process;
+/// `stem` is the file's name without `.xplane.pb`, what XProf calls its host) into one space
+/// that keeps them apart. [`merge_spaces`] is for two captures of the *same* process: it
+/// merges threads by id and GPUs by number, which for two processes would put rank 1's thread
+/// 4242 into rank 0's row and draw their GPU 0s as one.
+///
+/// - Every plane keeps its name with ` <stem>` appended (`/host:CPU h_rank3`,
+///   `/device:GPU:0 h_rank3`): XProf draws every `/host:CPU*` plane as its own host process and
+///   every `/device:GPU:*` plane as a GPU process, so each process stays visible and apart.
+/// - Plane ids become 1..n in order: XProf's GPU pid is `1 + id`, and processes' own ids
+///   (every GPU 0 is plane 1) would give two GPU planes one pid.
+/// - Line timestamps move onto the earliest session start, as [`merge_spaces`] moves them from
+///   each space's [`time_base`]; its `Task Environment` plane is the one kept (last). The
+///   earliest, not the first, so that no line timestamp becomes negative (a rank that started
+///   before the first file's would): XLA never writes one, and XProf is not known to draw them.
+/// - Flow ids (the [`FLOW_PRODUCER_STAT`] and [`FLOW_CONSUMER_STAT`] stats) an earlier process
+///   uses are renumbered: every process numbers its flows the same way, and a kernel must stay
+///   tied to its own process's range.
+/// - Stems are made distinct (`h`, `h-2`, ...; an empty one is `process`), and any plane name
+///   still taken gets ` (2)`, ` (3)`, ...: the result never has two planes of one name.
+/// - Hostnames are the union; warnings and errors are kept, each behind `<stem>: `.
+///
+/// Moves the planes instead of copying them: memory is the inputs'.
+pub fn fold_processes(spaces: Vec<(String, XSpace)>) -> XSpace {
+    let stems = distinct_stems(spaces.iter().map(|(stem, _)| stem.as_str()));
+    let bases: Vec<Option<i64>> = spaces.iter().map(|(_, space)| time_base(space)).collect();
+    // Absolute wall-clock lines (base 0) are the target only when no space knows its start:
+    // epoch times overflow XProf's ps arithmetic.
+    let target = bases.iter().flatten().copied().filter(|&b| b != 0).min().or_else(|| bases.iter().flatten().next().copied());
+    let has_env = |space: &XSpace| space.planes.iter().any(|p| p.name == TASK_ENV_PLANE);
+    let env_from = spaces.iter().zip(&bases).position(|((_, space), &base)| base == target && has_env(space));
+    let env_from = env_from.or_else(|| spaces.iter().position(|(_, space)| has_env(space)));
+    let mut flows = FlowIds::new(spaces.iter().map(|(_, space)| space));
+    let mut out = XSpace::default();
+    let mut hostnames = HashSet::new();
+    // The kept Task Environment plane goes last, after the processes, under its own name.
+    let mut env = None;
+    let mut names: HashSet<String> = env_from.map(|_| TASK_ENV_PLANE.to_owned()).into_iter().collect();
+    for (k, ((_, mut space), stem)) in spaces.into_iter().zip(stems).enumerate() {
+        rebase(&mut space, bases[k], target);
+        flows.renumber(&mut space);
+        for mut plane in space.planes {
+            if plane.name == TASK_ENV_PLANE {
+                if env_from == Some(k) && env.is_none() {
+                    env = Some(plane);
+                }
+                continue;
+            }
+            plane.name = format!("{} {stem}", plane.name);
+            if names.contains(&plane.name) {
+                let free = (2u64..).map(|n| format!("{} ({n})", plane.name)).find(|name| !names.contains(name));
+                plane.name = free.unwrap_or_default();
+            }
+            names.insert(plane.name.clone());
+            out.planes.push(plane);
+        }
+        out.warnings.extend(space.warnings.into_iter().map(|w| format!("{stem}: {w}")));
+        out.errors.extend(space.errors.into_iter().map(|e| format!("{stem}: {e}")));
+        for h in space.hostnames {
+            if hostnames.insert(h.clone()) {
+                out.hostnames.push(h);
+            }
+        }
+    }
+    out.planes.extend(env);
+    for (id, plane) in (1i64..).zip(&mut out.planes) {
+        plane.id = id;
+    }
+    out
+}
+
+/// `stems`, with an empty one named `process` and each repeat given the first free `-2`,
+/// `-3`, ... suffix that no other stem has.
+fn distinct_stems<'a>(stems: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let stems: Vec<&str> = stems.map(|s| if s.is_empty() { "process" } else { s }).collect();
+    let given: HashSet<&str> = stems.iter().copied().collect();
+    let mut used: HashSet<String> = HashSet::new();
+    let mut out = Vec::with_capacity(stems.len());
+    for stem in stems {
+        let name = if used.contains(stem) {
+            let free = (2u64..).map(|n| format!("{stem}-{n}")).find(|c| !given.contains(c.as_str()) && !used.contains(c));
+            free.unwrap_or_default()
+        } else {
+            stem.to_owned()
+        };
+        used.insert(name.clone());
+        out.push(name);
+    }
+    out
+}
+
+/// Flow ids kept apart between the processes of [`fold_processes`]: a process's ids that an
+/// earlier process used move to ids no process uses (the same id to the same new one, so its
+/// producer and consumers still pair); the others stay.
+struct FlowIds {
+    /// Every flow id of every process, and every id given out since.
+    all: HashSet<u64>,
+    /// The ids of the processes renumbered so far.
+    claimed: HashSet<u64>,
+    /// The next id to try: one past the largest in use, then (past u64::MAX) the lowest free.
+    next: Option<u64>,
+    low: Option<u64>,
+}
+
+impl FlowIds {
+    fn new<'a>(spaces: impl Iterator<Item = &'a XSpace>) -> FlowIds {
+        let mut all = HashSet::new();
+        for space in spaces {
+            for plane in &space.planes {
+                let flow = flow_stat_ids(plane);
+                if flow.is_empty() {
+                    continue;
+                }
+                let stats = plane.lines.iter().flat_map(|l| &l.events).flat_map(|e| &e.stats);
+                all.extend(stats.filter(|s| flow.contains(&s.metadata_id)).filter_map(flow_value));
+            }
+        }
+        let next = all.iter().max().map_or(Some(1), |max| max.checked_add(1));
+        FlowIds { all, claimed: HashSet::new(), next, low: Some(1) }
+    }
+
+    /// Renumbers `space`'s flow ids that an earlier space claimed, then claims its own.
+    fn renumber(&mut self, space: &mut XSpace) {
+        let mut moved: HashMap<u64, u64> = HashMap::new();
+        let mut mine = HashSet::new();
+        for plane in &mut space.planes {
+            let flow = flow_stat_ids(plane);
+            if flow.is_empty() {
+                continue;
+            }
+            let stats = plane.lines.iter_mut().flat_map(|l| &mut l.events).flat_map(|e| &mut e.stats);
+            for stat in stats.filter(|s| flow.contains(&s.metadata_id)) {
+                let Some(id) = flow_value(stat) else { continue };
+                let new = match moved.get(&id) {
+                    Some(&new) => new,
+                    None if !self.claimed.contains(&id) => id,
+                    None => {
+                        // Unreachable in practice (2^64 flow ids); the id then stays as it is.
+                        let new = self.fresh().unwrap_or(id);
+                        moved.insert(id, new);
+                        new
+                    }
+                };
+                mine.insert(new);
+                stat.value = match stat.value {
+                    // CAST: an int64 id read as u64 by flow_value goes back unchanged.
+                    Some(x_stat::Value::Int64Value(_)) => Some(x_stat::Value::Int64Value(new as i64)),
+                    _ => Some(x_stat::Value::Uint64Value(new)),
+                };
+            }
+        }
+        self.claimed.extend(mine);
+    }
+
+    /// An id no process uses, now taken.
+    fn fresh(&mut self) -> Option<u64> {
+        for cursor in [&mut self.next, &mut self.low] {
+            // Each cursor only moves up, so all renumbering is linear in the ids.
+            while let Some(id) = *cursor {
+                *cursor = id.checked_add(1);
+                if self.all.insert(id) {
+                    return Some(id);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The stat metadata ids of `plane`'s flow producer and consumer stats.
+fn flow_stat_ids(plane: &XPlane) -> Vec<i64> {
+    plane.stat_metadata.iter().filter(|(_, m)| m.name == FLOW_PRODUCER_STAT || m.name == FLOW_CONSUMER_STAT).map(|(&id, _)| id).collect()
+}
+
+/// A flow stat's id: XLA and we write it as a uint64, some producers as an int64.
+fn flow_value(stat: &XStat) -> Option<u64> {
+    match stat.value {
+        Some(x_stat::Value::Uint64Value(v)) => Some(v),
+        // CAST: the bits are the id; renumber writes them back as they were.
+        Some(x_stat::Value::Int64Value(v)) => Some(v as u64),
+        _ => None,
+    }
 }
 
 /// XLA's `MergeHostPlanesAndSortLines` (with the ROCm/xla ROCTX step), then [`assign_rows`]:

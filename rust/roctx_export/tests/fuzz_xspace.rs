@@ -6,7 +6,9 @@
 //!   whatever prost decodes must summarize, validate, convert to Chrome JSON and merge without a
 //!   panic; merging never loses or invents an event (only a later input's `Task Environment`
 //!   plane is dropped, by design); a merged space has one plane per name, no marker or extra host
-//!   plane left, and a `/host:CPU` whose lines have distinct ids and rows numbered 1..n.
+//!   plane left, and a `/host:CPU` whose lines have distinct ids and rows numbered 1..n;
+//!   folding it with itself as two processes keeps every event (but the Task Environment planes
+//!   after the one kept) and gives planes distinct names and ids 1..n.
 //! - `fuzz_trace_to_xspace` (corpus `rust/fuzz/corpus/trace/`, packed events): our own writer's
 //!   output always validates without errors and keeps every event that ends after it starts.
 
@@ -393,6 +395,17 @@ fn xspace_target(bytes: &[u8]) {
     assert_eq!(events(&twice), expected_merged_events(&[&a, &a]), "merge of a space with itself lost or invented events");
     check_merged_host(&twice, "merge_spaces(a, a)");
     read_everything(&twice);
+
+    // The same process twice, as a run of two: nothing lost but the Task Environment planes
+    // after the one kept, and never two planes of one name.
+    let folded = xplane::fold_processes(vec![("p".to_owned(), a.clone()), ("p".to_owned(), a.clone())]);
+    let env: Vec<usize> = a.planes.iter().filter(|p| p.name == TASK_ENV_PLANE).map(|p| p.lines.iter().map(|l| l.events.len()).sum()).collect();
+    let kept_env = env.first().copied().unwrap_or(0);
+    assert_eq!(events(&folded), 2 * (events(&a) - env.iter().sum::<usize>()) + kept_env, "fold_processes lost or invented events");
+    let mut names = HashSet::new();
+    assert!(folded.planes.iter().all(|p| names.insert(p.name.as_str())), "fold_processes left two planes of one name");
+    assert!(folded.planes.iter().zip(1..).all(|(p, id)| p.id == id), "fold_processes did not number planes 1..n");
+    read_everything(&folded);
 
     let fixture = fixtures().merged.clone();
     for (first, second) in [(&fixture, &a), (&a, &fixture)] {

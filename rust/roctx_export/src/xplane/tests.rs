@@ -583,3 +583,88 @@ fn standalone_bytes_are_the_standalone_message() {
     t.thread_names.insert(3, "worker".to_owned());
     assert_fast_bytes_equal_the_message(&t);
 }
+
+/// [`sample_trace`] on `host`, its wall clock `offset_ns` ahead of its boot clock, with a kernel
+/// on GPU 0 launched by its first range (a flow producer on the host, a consumer on the GPU).
+fn process_trace(host: &str, offset_ns: i64) -> Trace {
+    let mut t = sample_trace();
+    t.hostname = host.to_owned();
+    t.realtime_offset_ns = offset_ns;
+    let kernel = crate::model::KernelEvent { start_ns: 1_010_000, end_ns: 1_020_000, gpu: 0, stream: 1, name: "gemm".into(), launched_by: Some(0), ..Default::default() };
+    t.kernels.push(kernel);
+    t
+}
+
+/// The flow stat values of `plane`'s events.
+fn flow_values(plane: &XPlane) -> Vec<u64> {
+    let flow: Vec<i64> = flow_stat_ids(plane);
+    plane.lines.iter().flat_map(|l| &l.events).flat_map(|e| &e.stats).filter(|s| flow.contains(&s.metadata_id)).filter_map(flow_value).collect()
+}
+
+#[test]
+fn folding_two_processes_keeps_both_apart_with_suffixed_names_unique_ids_and_aligned_times() {
+    // Same tids, same GPU, same flow ids; rank 1's session started 2_000 ns before rank 0's.
+    let rank0 = standalone_xspace(&process_trace("host0", 5_000));
+    let rank1 = standalone_xspace(&process_trace("host1", 3_000));
+    assert_eq!((time_base(&rank0), time_base(&rank1)), (Some(1_005_000), Some(1_003_000)));
+    assert_eq!(flow_values(&rank0.planes[0]), flow_values(&rank1.planes[0]));
+    let folded = fold_processes(vec![("h_rank0".into(), rank0.clone()), ("h_rank1".into(), rank1)]);
+
+    let names: Vec<&str> = folded.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["/host:CPU h_rank0", "/device:GPU:0 h_rank0", "/host:CPU h_rank1", "/device:GPU:0 h_rank1", TASK_ENV_PLANE]);
+    assert_eq!(folded.planes.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+    let issues = validate(&folded);
+    assert!(!issues.iter().any(|i| i.error), "{issues:?}");
+    // Every event of both processes is there, each thread's line in its own process's plane.
+    let events = |s: &XSpace| s.planes.iter().flat_map(|p| &p.lines).map(|l| l.events.len()).sum::<usize>();
+    assert_eq!(events(&folded), 2 * events(&rank0));
+    for host in [&folded.planes[0], &folded.planes[2]] {
+        assert_eq!(host.lines.iter().filter(|l| l.name == "Host Threads/4242/ROCTX").count(), 1, "{}", host.name);
+    }
+
+    // Both on the earlier start (rank 1's), whose Task Environment plane is the one kept.
+    assert_eq!(time_base(&folded), Some(1_003_000));
+    assert!(folded.planes[0].lines.iter().chain(&folded.planes[1].lines).all(|l| l.timestamp_ns == 2_000));
+    assert!(folded.planes[2].lines.iter().chain(&folded.planes[3].lines).all(|l| l.timestamp_ns == 0));
+
+    // Each kernel stays tied to its own process's range.
+    let (p0, c0) = (flow_values(&folded.planes[0]), flow_values(&folded.planes[1]));
+    let (p1, c1) = (flow_values(&folded.planes[2]), flow_values(&folded.planes[3]));
+    assert_eq!((p0.len(), p1.len()), (1, 1));
+    assert_eq!((&p0, &p1), (&c0, &c1));
+    assert_eq!(p0, flow_values(&rank0.planes[0]), "the first process keeps its ids");
+    assert_ne!(p0, p1);
+
+    assert_eq!(folded.hostnames, ["host0", "host1"]);
+    assert_eq!(folded.warnings, ["h_rank0: roctx_utils: 3 events dropped", "h_rank1: roctx_utils: 3 events dropped"]);
+}
+
+#[test]
+fn folded_stems_and_plane_names_never_repeat() {
+    let one = || XSpace { planes: vec![plane(HOST_PLANE, vec![line(1, "Host Threads/1", 1)])], ..XSpace::default() };
+    // A stem repeated (the same host in two runs), an empty one, and a plane name that a
+    // suffixed one would take.
+    let tricky = XSpace { planes: vec![plane("/host:CPU h", vec![line(1, "Host Threads/1", 1)])], ..XSpace::default() };
+    let folded = fold_processes(vec![("h".into(), one()), ("h".into(), one()), (String::new(), one()), ("h-2".into(), one()), ("x".into(), tricky), ("h x".into(), one())]);
+    let names: Vec<&str> = folded.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["/host:CPU h", "/host:CPU h-3", "/host:CPU process", "/host:CPU h-2", "/host:CPU h x", "/host:CPU h x (2)"]);
+    // Nor can a process's plane take the name of the kept Task Environment plane.
+    let env = XSpace { planes: vec![task_env_plane(1, 2)], ..XSpace::default() };
+    let task = XSpace { planes: vec![plane("Task", vec![])], ..XSpace::default() };
+    let folded = fold_processes(vec![("Environment".into(), task), ("e".into(), env)]);
+    let names: Vec<&str> = folded.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Task Environment (2)", TASK_ENV_PLANE]);
+    assert_eq!(time_base(&folded), Some(1));
+    assert!(!validate(&folded).iter().any(|i| i.error));
+}
+
+#[test]
+fn a_folded_process_with_absolute_times_moves_onto_the_others_session_start() {
+    let ours = standalone_xspace(&sample_trace()); // wall start 1_005_000, lines at 0
+    let mut absolute = plane(HOST_PLANE, vec![line(1, "Host Threads/1", 1)]);
+    absolute.lines[0].timestamp_ns = ABSOLUTE_NS + 7;
+    let folded = fold_processes(vec![("abs".into(), XSpace { planes: vec![absolute], ..XSpace::default() }), ("ours".into(), ours)]);
+    assert_eq!(folded.planes[0].lines[0].timestamp_ns, ABSOLUTE_NS + 7 - 1_005_000);
+    assert_eq!(time_base(&folded), Some(1_005_000));
+    assert!(folded.planes.iter().filter(|p| p.name.starts_with(HOST_PLANE)).flat_map(|p| &p.lines).skip(1).all(|l| l.timestamp_ns == 0));
+}
