@@ -2,7 +2,6 @@
 //! host `atexit` handler that runs after ours and starts and stops a (nearly empty) session used
 //! to replace the file with its empty trace (same second-granular run directory, same name).
 
-use std::path::{Path, PathBuf};
 
 use roctx_utils::collector::sink::{Sink, IN_PROCESS};
 use roctx_utils::collector::SessionOptions;
@@ -14,19 +13,8 @@ extern "C" fn host_handler_after_ours() {
     let _ = runtime::stop_session();
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
+mod common;
+use common::files_under;
 
 #[test]
 fn a_session_stopped_after_the_exit_write_gets_its_own_file() {

@@ -9,19 +9,8 @@ use roctx_utils::collector::sink::{Sink, IN_PROCESS};
 use roctx_utils::config::{JOB_ID_VARS, RANK_VARS, RUN_NAME};
 use roctx_utils::runtime;
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
+mod common;
+use common::files_under;
 
 fn host() -> String {
     roctx_utils::export::logdir::safe_host(&roctx_utils::sys::os::hostname())
