@@ -218,8 +218,10 @@ int roctx_utils_listener_feed(const void* record, size_t record_size, uint32_t s
 
 /* ---- export (XSpace for TensorBoard/XProf, Chrome JSON) ----
  * Env ROCTX_UTILS_XSPACE_OUT=<logdir> does all of this with no code: a session starts with the
- * first range and is written to <logdir>/plugins/profile/<run>/<host>_pid<pid>.xplane.pb at stop or
- * exit (each stopped session a new file: an existing one is never replaced). */
+ * first range and is written to <logdir>/plugins/profile/<run>/<host>_rank<n>.xplane.pb (the
+ * launcher's rank; <host>_pid<pid> without one) at stop or exit, <run> being ROCTX_UTILS_RUN_NAME,
+ * else the launcher's job id, else the UTC time (README, Multi-GPU and multi-node jobs). Each
+ * stopped session is a new file: an existing one is never replaced. */
 
 /* Bytes owned by roctx_utils; release with roctx_utils_buffer_free. Set struct_size before
  * passing one to be filled (the whole struct: a short one is INVALID_ARGUMENT). */
