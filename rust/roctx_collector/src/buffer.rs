@@ -192,6 +192,14 @@ impl ThreadBuffer {
     }
 }
 
+/// One slot's words, relaxed: the owner publishes them with the length it stores next.
+#[inline]
+fn store(cells: &[AtomicU64; WORDS], words: [u64; WORDS]) {
+    for (cell, word) in cells.iter().zip(words) {
+        cell.store(word, Ordering::Relaxed);
+    }
+}
+
 #[inline]
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
@@ -470,10 +478,7 @@ impl Owner {
         let short = self.tid == Some(e.tid) && e.end_tid == e.tid && delta <= u64::from(u32::MAX);
         match self.chunks.get(self.slots / CHUNK) {
             Some(chunk) if short => {
-                let cells = &chunk[self.slots % CHUNK];
-                cells[0].store(e.start, Ordering::Relaxed);
-                cells[1].store(u64::from(e.label) | delta << 32, Ordering::Relaxed);
-                cells[2].store(w2, Ordering::Relaxed);
+                store(&chunk[self.slots % CHUNK], [e.start, u64::from(e.label) | delta << 32, w2]);
                 self.slots += 1;
             }
             _ => self.record_slow(shared, &e, delta, w2),
@@ -506,9 +511,7 @@ impl Owner {
     }
 
     fn write(&self, slot: usize, words: [u64; WORDS]) {
-        for (cell, word) in self.chunks[slot / CHUNK][slot % CHUNK].iter().zip(words) {
-            cell.store(word, Ordering::Relaxed);
-        }
+        store(&self.chunks[slot / CHUNK][slot % CHUNK], words);
     }
 
     /// One allocation per CHUNK slots, and only the first time this thread gets here.

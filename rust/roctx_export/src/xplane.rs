@@ -104,7 +104,7 @@ pub fn roctx_plane_based(trace: &Trace, base_ns: i64) -> XPlane {
 }
 
 /// The ROCTX plane's events, kept as indices into the trace until they are built
-/// ([`RoctxEvents::xevent`]) or written straight to bytes ([`encode::standalone_bytes`]); both
+/// ([`RoctxEvents::xevent`]) or written straight to bytes ([`standalone_xspace_bytes`]); both
 /// give the same event.
 pub(crate) struct RoctxEvents {
     /// Event indices per line id (= tid), each in XProf's order (start, then longest first).
@@ -129,7 +129,7 @@ impl RoctxEvents {
 
     /// Event `i` as (metadata id, offset ps, duration ps, nvtx_range ref, flow id).
     #[inline]
-    pub(crate) fn fields(&self, trace: &Trace, i: usize) -> (i64, i64, i64, u64, Option<u64>) {
+    pub(crate) fn fields(&self, trace: &Trace, i: usize) -> EventFields {
         let e = &trace.events[i];
         let duration = match e.kind {
             EventKind::Mark => 0,
@@ -152,6 +152,9 @@ impl RoctxEvents {
         (self.nvtx_stat_id, self.flow_stat_id)
     }
 }
+
+/// [`RoctxEvents::fields`]: metadata id, offset ps, duration ps, `nvtx_range` ref, flow id.
+pub(crate) type EventFields = (i64, i64, i64, u64, Option<u64>);
 
 /// One line's events: a span of the trace's events when the trace is in snapshot order (by
 /// thread, then start, longest first: what the collector hands over), else picked one by one.
@@ -332,7 +335,7 @@ pub fn standalone_xspace(trace: &Trace) -> XSpace {
     space
 }
 
-/// [`standalone_xspace`] serialized: the same message ([`encode`] says how it is written),
+/// [`standalone_xspace`] serialized: the same message (`xplane/encode.rs` says how it is written),
 /// several times faster, for writers of large traces.
 pub fn standalone_xspace_bytes(trace: &Trace) -> Vec<u8> {
     let (space, events) = standalone_parts(trace);

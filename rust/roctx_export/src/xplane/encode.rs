@@ -11,12 +11,9 @@
 
 use prost::Message;
 
-use super::RoctxEvents;
+use super::{EventFields as Fields, RoctxEvents};
 use crate::model::Trace;
 use crate::xplane_proto::{XLine, XSpace};
-
-/// [`RoctxEvents::fields`]: metadata id, offset ps, duration ps, `nvtx_range` ref, flow id.
-type Fields = (i64, i64, i64, u64, Option<u64>);
 
 /// Wire keys: (field number << 3) | wire type (0 varint, 2 length-delimited).
 const SPACE_PLANES: u8 = (1 << 3) | 2;
