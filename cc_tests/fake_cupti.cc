@@ -4,10 +4,22 @@
 // client's requested buffers in CUPTI's order (external correlation, then the API record, then
 // the kernel) and handed back by cuptiActivityFlushAll, on the calling thread.
 //
-// Hooks for tests: fake_cupti_launch() launches a "kernel" from the calling thread (its API
-// record carries that thread's id, and one external-correlation record per kind whose stack on
-// this thread is not empty, with the innermost id); fake_cupti_enabled(kind); fake_cupti_depth.
-#include <sys/syscall.h>
+// Timestamps (C.7): API records' start/end come from the callback registered with
+// cuptiActivityRegisterTimestampCallback (refused once any kind is enabled), else from
+// CLOCK_REALTIME in ns, as real CUPTI's default clock; cuptiGetTimestamp reads the same clock.
+// Kernel start/end are whatever the test passes (already on the client's clock).
+//
+// Hooks for tests: fake_cupti_launch() launches a "kernel" from the calling thread, as cudart's
+// cudaLaunchKernel would: its API record spans the hook's own call on the timestamp clock
+// (start at entry, end just before the records are queued, end > start), RUNTIME (cbid 211
+// cudaLaunchKernel) if that kind is enabled, else DRIVER (cbid 307 cuLaunchKernel) if that one
+// is, never both; its threadId is the low 32 bits of pthread_self() (what CUDA 13's CUPTI
+// writes, not the OS tid); one external-correlation record per external kind whose stack on this
+// thread is not empty (innermost id) whenever EXTERNAL_CORRELATION is enabled.
+// fake_cupti_launch_at() is the same with a given API interval. fake_cupti_enabled(kind),
+// fake_cupti_depth(kind), fake_cupti_disable_count().
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -67,7 +79,9 @@ struct ApiRecord {
 };
 static_assert(sizeof(ApiRecord) == 40, "C.5");
 
-constexpr uint32_t kRuntime = 5, kKernel = 10, kExternal = 39;
+constexpr uint32_t kDriver = 4, kRuntime = 5, kKernel = 10, kExternal = 39;
+constexpr uint32_t kCbidCudaLaunchKernel = 211;  // runtime cudaLaunchKernel_v7000 (C.3)
+constexpr uint32_t kCbidCuLaunchKernel = 307;    // driver cuLaunchKernel (C.3)
 
 using Requested = void (*)(uint8_t**, size_t*, size_t*);
 using Completed = void (*)(void*, uint32_t, uint8_t*, size_t, size_t);
@@ -76,6 +90,8 @@ std::mutex g_mutex;
 Requested g_requested = nullptr;
 Completed g_completed = nullptr;
 std::set<int> g_enabled;
+uint64_t (*g_timestamp)() = nullptr;  // cuptiActivityRegisterTimestampCallback; null = default
+int g_disable_calls = 0;
 std::vector<std::vector<uint8_t>> g_pending;  // one entry per record, in order
 uint32_t g_next_correlation = 1;
 std::map<const char*, std::string> g_names;  // stable name storage per kernel
@@ -86,6 +102,89 @@ void Append(const T& record) {
   std::vector<uint8_t> bytes(sizeof(T));
   std::memcpy(bytes.data(), &record, sizeof(T));
   g_pending.push_back(std::move(bytes));
+}
+
+uint64_t RealtimeNs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// CUPTI's clock now: the registered callback (called without g_mutex held, so a callback that
+// calls back into CUPTI does not deadlock), else CLOCK_REALTIME.
+uint64_t Now() {
+  uint64_t (*ts)() = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ts = g_timestamp;
+  }
+  return ts != nullptr ? ts() : RealtimeNs();
+}
+
+// The launch behind fake_cupti_launch / _launch_at. `api_start`/`api_end` null: read the clock
+// (entry before anything is built, exit after everything is, as CUPTI brackets the call).
+uint32_t Launch(const char* name, const uint64_t* api_start_in, const uint64_t* api_end_in,
+                uint64_t start, uint64_t end, uint32_t device, uint32_t stream, int32_t grid_x,
+                int32_t block_x) {
+  const uint64_t api_start = api_start_in != nullptr ? *api_start_in : Now();
+  std::vector<std::vector<uint8_t>> records;  // this launch's, queued together below
+  size_t api_index = SIZE_MAX;                // which of them is the API record
+  uint32_t correlation = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    correlation = g_next_correlation++;
+    auto add = [&records](const void* p, size_t n) {
+      records.emplace_back(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+    };
+    for (auto& [kind, stack] : t_stacks) {
+      if (!stack.empty() && g_enabled.count(kExternal)) {
+        External e{kExternal, kind, stack.back(), correlation, 0};
+        add(&e, sizeof(e));
+      }
+    }
+    // cudart's launch makes one API record: RUNTIME; its internal driver call produces no
+    // DRIVER record for the launch (C.8). Without RUNTIME, a driver-API launch: DRIVER.
+    const uint32_t api_kind =
+        g_enabled.count(kRuntime) ? kRuntime : g_enabled.count(kDriver) ? kDriver : 0;
+    if (api_kind != 0) {
+      ApiRecord a{api_kind,
+                  api_kind == kRuntime ? kCbidCudaLaunchKernel : kCbidCuLaunchKernel,
+                  api_start,
+                  api_start,  // end set below
+                  static_cast<uint32_t>(getpid()),
+                  // CUDA 13's CUPTI: the low 32 bits of pthread_self(), not gettid().
+                  static_cast<uint32_t>(static_cast<uint64_t>(pthread_self())),
+                  correlation,
+                  0};
+      api_index = records.size();
+      add(&a, sizeof(a));
+    }
+    if (g_enabled.count(kKernel)) {
+      auto it = g_names.find(name);
+      if (it == g_names.end()) it = g_names.emplace(name, name).first;
+      Kernel10 k{};
+      k.kind = kKernel;
+      k.start = start;
+      k.end = end;
+      k.device_id = device;
+      k.stream_id = stream;
+      k.grid[0] = grid_x;
+      k.grid[1] = k.grid[2] = 1;
+      k.block[0] = block_x;
+      k.block[1] = k.block[2] = 1;
+      k.correlation_id = correlation;
+      k.name = it->second.c_str();
+      add(&k, sizeof(k));
+    }
+  }
+  if (api_index != SIZE_MAX) {
+    uint64_t api_end = api_end_in != nullptr ? *api_end_in : Now();
+    if (api_end_in == nullptr && api_end <= api_start) api_end = api_start + 1;
+    std::memcpy(records[api_index].data() + offsetof(ApiRecord, end), &api_end, sizeof(api_end));
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& r : records) g_pending.push_back(std::move(r));
+  return correlation;
 }
 
 }  // namespace
@@ -111,14 +210,32 @@ FAKE_EXPORT int cuptiActivityRegisterCallbacks(Requested requested, Completed co
   return 0;
 }
 
-FAKE_EXPORT int cuptiActivityRegisterTimestampCallback(uint64_t (*)()) {
+// Only before any kind is enabled (C.7): afterwards refused (1) and the clock stays. A null
+// callback goes back to CLOCK_REALTIME.
+FAKE_EXPORT int cuptiActivityRegisterTimestampCallback(uint64_t (*callback)()) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return g_enabled.empty() ? 0 : 1;  // only before any kind is enabled
+  if (!g_enabled.empty()) return 1;
+  g_timestamp = callback;
+  return 0;
+}
+
+FAKE_EXPORT int cuptiGetTimestamp(uint64_t* ts) {
+  if (ts == nullptr) return 1;
+  *ts = Now();
+  return 0;
 }
 
 FAKE_EXPORT int cuptiActivityEnable(int kind) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_enabled.insert(kind);
+  return 0;
+}
+
+// Records already queued stay queued (and are flushed); later launches no longer make this kind.
+FAKE_EXPORT int cuptiActivityDisable(int kind) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_disable_calls;
+  g_enabled.erase(kind);
   return 0;
 }
 
@@ -194,39 +311,24 @@ FAKE_EXPORT int fake_cupti_enabled(int kind) {
 // Depth of the calling thread's external-correlation stack of `kind`.
 FAKE_EXPORT int fake_cupti_depth(int kind) { return static_cast<int>(t_stacks[kind].size()); }
 
+// cuptiActivityDisable calls so far.
+FAKE_EXPORT int fake_cupti_disable_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_disable_calls;
+}
+
 // A kernel `name` launched now from the calling thread, run on the device from `start` to `end`
 // (ns, the client's clock) on `device`/`stream`, with a grid of grid_x blocks of block_x threads.
+// Its API record spans this call on CUPTI's clock. Returns the launch's correlation id.
 FAKE_EXPORT uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                                        int32_t grid_x, int32_t block_x) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  const uint32_t correlation = g_next_correlation++;
-  for (auto& [kind, stack] : t_stacks) {
-    if (!stack.empty() && g_enabled.count(kExternal)) {
-      External e{kExternal, kind, stack.back(), correlation, 0};
-      Append(e);
-    }
-  }
-  if (g_enabled.count(kRuntime)) {
-    ApiRecord a{kRuntime, 211, start, start, static_cast<uint32_t>(getpid()),
-                static_cast<uint32_t>(syscall(SYS_gettid)), correlation, 0};
-    Append(a);
-  }
-  if (g_enabled.count(kKernel)) {
-    auto it = g_names.find(name);
-    if (it == g_names.end()) it = g_names.emplace(name, name).first;
-    Kernel10 k{};
-    k.kind = kKernel;
-    k.start = start;
-    k.end = end;
-    k.device_id = device;
-    k.stream_id = stream;
-    k.grid[0] = grid_x;
-    k.grid[1] = k.grid[2] = 1;
-    k.block[0] = block_x;
-    k.block[1] = k.block[2] = 1;
-    k.correlation_id = correlation;
-    k.name = it->second.c_str();
-    Append(k);
-  }
-  return correlation;
+  return Launch(name, nullptr, nullptr, start, end, device, stream, grid_x, block_x);
+}
+
+// fake_cupti_launch with the API record's interval given (as given, unchecked): a launch call
+// that took [api_start, api_end] on CUPTI's clock.
+FAKE_EXPORT uint32_t fake_cupti_launch_at(const char* name, uint64_t api_start, uint64_t api_end, uint64_t start,
+                                          uint64_t end, uint32_t device, uint32_t stream, int32_t grid_x,
+                                          int32_t block_x) {
+  return Launch(name, &api_start, &api_end, start, end, device, stream, grid_x, block_x);
 }

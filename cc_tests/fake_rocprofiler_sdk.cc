@@ -8,11 +8,15 @@
 // with the init status -1 during initialize (the only window for setup calls), contexts,
 // callback tracing with operation filters and start/stop gating, CLOCK_BOOTTIME timestamps,
 // gettid thread ids, status names, finalize (probe, client finalize function, atexit).
-// Also: buffers with KERNEL_DISPATCH buffer tracing delivered on one SDK-internal thread
-// (rocprofiler_abi.md 3.6, 5.2-5.4), CODE_OBJECT callback tracing (5.6), external correlation
-// id stacks (3.8). Their test hooks are declared in fake_sdk_hooks.h.
-// What it does not: other buffer kinds' records, HSA/HIP tables, the 7.0 range kind
-// synthesis (tests replay kind 21 with fake_sdk_marker), rocprofiler_configure discovery.
+// Also: buffers with KERNEL_DISPATCH and HIP_RUNTIME_API buffer tracing delivered on one
+// SDK-internal thread (rocprofiler_abi.md 3.6, 5.2-5.4), every kernel dispatch modelled as a
+// hipLaunchKernel call whose API record shares the dispatch's correlation id (the host interval
+// and thread a consumer joins kernels to ranges by), the buffer kinds' operation iteration and
+// names (HIP ids numbered differently per layout), CODE_OBJECT callback tracing (5.6), external
+// correlation id stacks (3.8). Their test hooks are declared in fake_sdk_hooks.h.
+// What it does not: other buffer kinds' records, HIP API callback tracing, HSA/HIP tables, the
+// 7.0 range kind synthesis (tests replay kind 21 with fake_sdk_marker), rocprofiler_configure
+// discovery.
 //
 // Test-only entry points are prefixed fake_sdk_ (see "replay and probes" below). The fake roctx
 // (fake_roctx.cc) finds fake_sdk_dispatch_roctx through dlsym(RTLD_DEFAULT), which stands in for
@@ -29,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -399,6 +404,53 @@ static_assert(offsetof(KernelDispatchRecord, dispatch_info) +
                           offsetof(KernelDispatchInfo, grid_size) == 116,
               "kernel dispatch record: agent @64, queue @72, kernel_id @80, grid @116");
 
+// rocprofiler_buffer_tracing_hip_api_record_t (HIP_RUNTIME_API, buffer kind 5). Unlike the
+// kernel dispatch record (async correlation id, 16 bytes in every version), it carries the full
+// rocprofiler_correlation_id_t, so 7.0's `ancestor` (5.1) moves the timestamps and the thread id
+// back by 8 bytes: 56 bytes below version 10000, 64 from it on. A consumer must pick the layout
+// by version, as for the callback record, or read `size`.
+struct HipApiRecord6 {  // 6.2-6.4
+  uint64_t size;
+  int32_t kind;
+  int32_t operation;
+  uint64_t correlation_internal;
+  uint64_t correlation_external;  // rocprofiler_user_data_t
+  uint64_t start_timestamp;       // ns, CLOCK_BOOTTIME: the API call's entry
+  uint64_t end_timestamp;         // ns, CLOCK_BOOTTIME: its exit
+  uint64_t thread_id;             // TID of the calling thread
+};
+static_assert(sizeof(HipApiRecord6) == 56, "6.x hip api buffer record");
+static_assert(offsetof(HipApiRecord6, size) == 0 && offsetof(HipApiRecord6, kind) == 8 &&
+                  offsetof(HipApiRecord6, operation) == 12 &&
+                  offsetof(HipApiRecord6, correlation_internal) == 16 &&
+                  offsetof(HipApiRecord6, correlation_external) == 24 &&
+                  offsetof(HipApiRecord6, start_timestamp) == 32 &&
+                  offsetof(HipApiRecord6, end_timestamp) == 40 &&
+                  offsetof(HipApiRecord6, thread_id) == 48,
+              "6.x hip api buffer record offsets");
+
+struct HipApiRecord7 {  // 7.0
+  uint64_t size;
+  int32_t kind;
+  int32_t operation;
+  uint64_t correlation_internal;
+  uint64_t correlation_external;
+  uint64_t correlation_ancestor;
+  uint64_t start_timestamp;
+  uint64_t end_timestamp;
+  uint64_t thread_id;
+};
+static_assert(sizeof(HipApiRecord7) == 64, "7.x hip api buffer record");
+static_assert(offsetof(HipApiRecord7, size) == 0 && offsetof(HipApiRecord7, kind) == 8 &&
+                  offsetof(HipApiRecord7, operation) == 12 &&
+                  offsetof(HipApiRecord7, correlation_internal) == 16 &&
+                  offsetof(HipApiRecord7, correlation_external) == 24 &&
+                  offsetof(HipApiRecord7, correlation_ancestor) == 32 &&
+                  offsetof(HipApiRecord7, start_timestamp) == 40 &&
+                  offsetof(HipApiRecord7, end_timestamp) == 48 &&
+                  offsetof(HipApiRecord7, thread_id) == 56,
+              "7.x hip api buffer record offsets");
+
 // rocprofiler_buffer_tracing_cb_t: context and buffer ids are {u64 handle} by value (INTEGER
 // class, one register each, same as a u64).
 using BufferCallback = void (*)(uint64_t context_id, uint64_t buffer_id, RecordHeader** headers,
@@ -498,8 +550,9 @@ bool KindExists(int kind) { return kind > 0 && kind < CallbackKindLast(); }
 constexpr int kMaxOperation = 512;
 
 // Buffer tracing kinds (rocprofiler_abi.md 4.2): 0-11 are the same everywhere; only
-// KERNEL_DISPATCH produces records in this fake, the other kinds can be configured but stay
-// silent.
+// KERNEL_DISPATCH and HIP_RUNTIME_API produce records in this fake, the other kinds can be
+// configured but stay silent.
+constexpr int kBufferKindHipRuntimeApi = 5;
 constexpr int kBufferKindKernelDispatch = 11;
 int BufferKindLast() {
   const uint32_t v = Version();
@@ -509,6 +562,65 @@ int BufferKindLast() {
   return 15;                  // 6.2: CORRELATION_ID_RETIREMENT 14
 }
 bool BufferKindExists(int kind) { return kind > 0 && kind < BufferKindLast(); }
+
+// HIP runtime API operations (rocprofiler_hip_runtime_api_id_t). The real enum has hundreds of
+// entries and its values are not stable across releases; this fake models ~20 names and
+// deliberately numbers them differently per layout, so a consumer that hard-codes an id (instead
+// of asking rocprofiler_iterate_buffer_tracing_kind_operations / _query_..._operation_name) fails
+// on one of the two:
+//   6.x (version < 10000):  id = 10 + 3 * i           (table order, 10 .. 67)
+//   7.x (version >= 10000): id = 100 + 7 * (19 - i)   (reversed, 233 .. 100)
+// The gaps are there so that "ids are 0..N-1" is wrong too.
+const char* const kHipRuntimeApiNames[] = {
+    "hipGetDevice",           "hipSetDevice",          "hipMalloc",
+    "hipFree",                "hipMemcpy",             "hipMemcpyAsync",
+    "hipMemsetAsync",         "hipStreamSynchronize",  "hipDeviceSynchronize",
+    "hipEventRecord",         "hipGetLastError",       "hipLaunchKernel",
+    "hipModuleLaunchKernel",  "hipExtModuleLaunchKernel", "hipExtLaunchKernel",
+    "hipLaunchCooperativeKernel", "hipGraphLaunch",    "hipLaunchKernel_spt",
+    "hipGraphLaunch_spt",     "hipHccModuleLaunchKernel",
+};
+constexpr int kHipOpCount = sizeof(kHipRuntimeApiNames) / sizeof(kHipRuntimeApiNames[0]);
+static_assert(kHipOpCount == 20, "the numbering formulas below assume 20 names");
+static_assert(10 + 3 * (kHipOpCount - 1) < kMaxOperation &&
+                  100 + 7 * (kHipOpCount - 1) < kMaxOperation,
+              "every HIP operation id passes the configure filter check");
+
+int32_t HipOpId(int index) {
+  return Layout7() ? 100 + 7 * (kHipOpCount - 1 - index) : 10 + 3 * index;
+}
+
+// This version's id of a HIP runtime function, or -1 (also for NULL).
+int32_t HipOpByName(const char* name) {
+  if (name == nullptr) return -1;
+  for (int i = 0; i < kHipOpCount; ++i) {
+    if (std::strcmp(kHipRuntimeApiNames[i], name) == 0) return HipOpId(i);
+  }
+  return -1;
+}
+
+// rocprofiler_kernel_dispatch_operation_t: NONE 0, ENQUEUE 1, COMPLETE 2 (buffer records carry
+// COMPLETE). Iteration lists ENQUEUE and COMPLETE, not NONE [inferred: the SDK's id lists skip
+// NONE and LAST]; the names are the SDK's enum names without the ROCPROFILER_ prefix [inferred].
+struct OpName {
+  int32_t op;
+  const char* name;
+};
+const OpName kKernelDispatchOps[] = {{1, "KERNEL_DISPATCH_ENQUEUE"},
+                                     {2, "KERNEL_DISPATCH_COMPLETE"}};
+
+// The operations of a buffer tracing kind, ascending by id (as the SDK iterates them). Empty for
+// a kind this fake does not model (it exists, it just has no operation table here).
+std::vector<OpName> BufferKindOperations(int kind) {
+  std::vector<OpName> out;
+  if (kind == kBufferKindHipRuntimeApi) {
+    for (int i = 0; i < kHipOpCount; ++i) out.push_back({HipOpId(i), kHipRuntimeApiNames[i]});
+  } else if (kind == kBufferKindKernelDispatch) {
+    out.assign(std::begin(kKernelDispatchOps), std::end(kKernelDispatchOps));
+  }
+  std::sort(out.begin(), out.end(), [](const OpName& x, const OpName& y) { return x.op < y.op; });
+  return out;
+}
 
 constexpr int kKindCodeObject = 10;          // callback tracing kind
 constexpr int kCodeObjectOpLoad = 1;         // rocprofiler_code_object_operation_t
@@ -973,34 +1085,94 @@ bool AppendLocked(Buffer& b, uint32_t category, uint32_t kind, const void* bytes
   return true;
 }
 
-// (context, buffer) of every started context with KERNEL_DISPATCH buffer tracing whose
-// operation filter passes COMPLETE.
-std::vector<std::pair<uint64_t, uint64_t>> KernelDispatchTargets() {
+// (context, buffer) of every started context with buffer tracing of `kind` whose operation
+// filter is empty or contains `op`.
+std::vector<std::pair<uint64_t, uint64_t>> BufferTargets(int kind, int32_t op) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   std::lock_guard<std::mutex> lock(g_mutex);
   for (auto& c : g_contexts) {
     if (!c.active.load(std::memory_order_acquire)) continue;
     for (const auto& s : c.buffer_services) {
-      if (s.kind != kBufferKindKernelDispatch) continue;
-      if (!s.ops.empty() &&
-          std::find(s.ops.begin(), s.ops.end(), kKernelDispatchComplete) == s.ops.end()) {
-        continue;
-      }
+      if (s.kind != kind) continue;
+      if (!s.ops.empty() && std::find(s.ops.begin(), s.ops.end(), op) == s.ops.end()) continue;
       out.emplace_back(c.handle, s.buffer);
     }
   }
   return out;
 }
 
+// KERNEL_DISPATCH buffer records carry operation COMPLETE.
+std::vector<std::pair<uint64_t, uint64_t>> KernelDispatchTargets() {
+  return BufferTargets(kBufferKindKernelDispatch, kKernelDispatchComplete);
+}
+
+uint64_t BoottimeNs() {
+  struct timespec t;
+  clock_gettime(CLOCK_BOOTTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// One HIP_RUNTIME_API buffer record in this version's layout (56 or 64 bytes).
+std::vector<unsigned char> HipApiRecordBytes(int32_t op, uint64_t internal, uint64_t external,
+                                             uint64_t start_ns, uint64_t end_ns, uint64_t tid) {
+  std::vector<unsigned char> bytes;
+  if (Layout7()) {
+    HipApiRecord7 r{};
+    r.size = sizeof(r);
+    r.kind = kBufferKindHipRuntimeApi;
+    r.operation = op;
+    r.correlation_internal = internal;
+    r.correlation_external = external;
+    r.correlation_ancestor = 0;  // a top-level call: no enclosing traced API call
+    r.start_timestamp = start_ns;
+    r.end_timestamp = end_ns;
+    r.thread_id = tid;
+    bytes.resize(sizeof(r));
+    std::memcpy(bytes.data(), &r, sizeof(r));
+  } else {
+    HipApiRecord6 r{};
+    r.size = sizeof(r);
+    r.kind = kBufferKindHipRuntimeApi;
+    r.operation = op;
+    r.correlation_internal = internal;
+    r.correlation_external = external;
+    r.start_timestamp = start_ns;
+    r.end_timestamp = end_ns;
+    r.thread_id = tid;
+    bytes.resize(sizeof(r));
+    std::memcpy(bytes.data(), &r, sizeof(r));
+  }
+  return bytes;
+}
+
+std::atomic<uint64_t> g_hip_api_records{0};
+
+// fake_sdk_dispatch_kernel_ex flags (fake_sdk_hooks.h).
+constexpr int kNoHipApi = 1, kHipApiFirst = 2, kSealBetween = 4, kModuleLaunch = 8;
+
+// A kernel enqueued by a HIP launch call on the calling thread (rocprofiler_abi.md 5.4): the
+// dispatch record's correlation internal id IS the launching API call's id, so a consumer can
+// join the kernel to the call's host interval and thread. The real SDK writes the API record at
+// the call's exit while the dispatch record waits for the kernel to complete, so either may
+// reach the buffer first and they may land in different batches; the flags choose which.
 int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint64_t agent_id,
-                   uint64_t queue_id) {
+                   uint64_t queue_id, int flags) {
+  const uint64_t t0 = BoottimeNs();  // the API call's entry
   const auto targets = KernelDispatchTargets();
-  if (targets.empty()) return 0;
+  const bool with_api = (flags & kNoHipApi) == 0;
+  const int32_t api_op = HipOpByName((flags & kModuleLaunch) ? "hipModuleLaunchKernel"
+                                                             : "hipLaunchKernel");
+  std::vector<std::pair<uint64_t, uint64_t>> api_targets;
+  if (with_api) api_targets = BufferTargets(kBufferKindHipRuntimeApi, api_op);
+  if (targets.empty() && api_targets.empty()) return 0;
   const uint64_t tid = ThreadId();
-  // One enqueue: one correlation id and one dispatch id, whichever contexts record it.
+  // One enqueue: one correlation id (shared with its API call) and one dispatch id, whichever
+  // contexts record it. Without a traced API call the id is still fresh (hsa/queue.cpp).
   const uint64_t correlation = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t dispatch_id = g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t dispatch_id =
+      targets.empty() ? 0 : g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
   std::vector<KernelDispatchRecord> records(targets.size());
+  std::vector<uint64_t> api_external(api_targets.size());
   {
     std::lock_guard<std::mutex> lock(g_ext_mutex);
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -1025,17 +1197,89 @@ int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint6
       d.workgroup_size = Dim3{256, 1, 1};
       d.grid_size = Dim3{65536, 1, 1};
     }
+    // Same rule as the dispatch: the thread's stack top when the call was made.
+    for (size_t i = 0; i < api_targets.size(); ++i) {
+      api_external[i] = ExternalTopLocked(api_targets[i].first, tid);
+    }
   }
+  uint64_t t1 = BoottimeNs();  // the API call's exit: after the enqueue
+  if (t1 <= t0) t1 = t0 + 1;   // a call takes time; consumers may rely on start < end
+  std::vector<std::vector<unsigned char>> api_records;
+  for (size_t i = 0; i < api_targets.size(); ++i) {
+    api_records.push_back(HipApiRecordBytes(api_op, correlation, api_external[i], t0, t1, tid));
+  }
+
   int n = 0;
+  uint64_t api_appended = 0;
+  std::lock_guard<std::mutex> lock(B().m);
+  auto append_dispatch = [&] {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      Buffer* b = FindBufferLocked(targets[i].second);
+      if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindKernelDispatch,
+                                       &records[i], sizeof(records[i]))) {
+        ++n;
+      }
+    }
+  };
+  auto append_api = [&] {
+    for (size_t i = 0; i < api_targets.size(); ++i) {
+      Buffer* b = FindBufferLocked(api_targets[i].second);
+      if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindHipRuntimeApi,
+                                       api_records[i].data(), api_records[i].size())) {
+        ++api_appended;
+      }
+    }
+  };
+  // As a watermark would: what is pending in each target buffer goes out as its own batch.
+  auto seal_targets = [&] {
+    for (const auto& t : targets) {
+      if (Buffer* b = FindBufferLocked(t.second)) SealLocked(*b);
+    }
+    for (const auto& t : api_targets) {
+      if (Buffer* b = FindBufferLocked(t.second)) SealLocked(*b);
+    }
+  };
+  const bool seal = (flags & kSealBetween) != 0 && !api_targets.empty();
+  if ((flags & kHipApiFirst) != 0) {
+    append_api();
+    if (seal) seal_targets();
+    append_dispatch();
+  } else {
+    append_dispatch();
+    if (seal) seal_targets();
+    append_api();
+  }
+  g_hip_api_records.fetch_add(api_appended);
+  return n;
+}
+
+// One HIP API call with no kernel (fake_sdk_hip_api_call).
+uint64_t HipApiCall(const char* op_name, uint64_t start_ns, uint64_t end_ns, uint64_t thread_id) {
+  const int32_t op = HipOpByName(op_name);
+  if (op < 0) return UINT64_MAX;
+  const uint64_t tid = thread_id != 0 ? thread_id : ThreadId();
+  const auto targets = BufferTargets(kBufferKindHipRuntimeApi, op);
+  if (targets.empty()) return 0;
+  const uint64_t correlation = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::vector<unsigned char>> records;
+  {
+    std::lock_guard<std::mutex> lock(g_ext_mutex);
+    for (const auto& t : targets) {
+      records.push_back(HipApiRecordBytes(op, correlation, ExternalTopLocked(t.first, tid),
+                                          start_ns, end_ns, tid));
+    }
+  }
+  uint64_t appended = 0;
   std::lock_guard<std::mutex> lock(B().m);
   for (size_t i = 0; i < targets.size(); ++i) {
     Buffer* b = FindBufferLocked(targets[i].second);
-    if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindKernelDispatch,
-                                     &records[i], sizeof(records[i]))) {
-      ++n;
+    if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindHipRuntimeApi,
+                                     records[i].data(), records[i].size())) {
+      ++appended;
     }
   }
-  return n;
+  g_hip_api_records.fetch_add(appended);
+  return appended != 0 ? correlation : 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1496,6 +1740,40 @@ FAKE_EXPORT int rocprofiler_configure_buffer_tracing_service(uint64_t context_id
   return kSuccess;
 }
 
+// rocprofiler_iterate_buffer_tracing_kind_operations (3.5, 3.6): calls cb(kind, op, data) for
+// each operation of `kind`, ascending by id, until cb returns non-zero (0 = continue). A kind
+// this version lacks is KIND_NOT_FOUND; a kind that exists but that this fake does not model
+// iterates nothing (SUCCESS) [simplification]. Callable at any time, like the SDK's query
+// functions (they need no configuration window).
+FAKE_EXPORT int rocprofiler_iterate_buffer_tracing_kind_operations(
+    int kind, int (*callback)(int kind, int32_t operation, void* data), void* data) {
+  FAKE_FAULT(rocprofiler_iterate_buffer_tracing_kind_operations);
+  if (!BufferKindExists(kind)) return Code(kKindNotFound);
+  if (callback == nullptr) return Code(kInvalidArgument);
+  for (const OpName& o : BufferKindOperations(kind)) {
+    if (callback(kind, o.op, data) != 0) break;
+  }
+  return kSuccess;
+}
+
+// rocprofiler_query_buffer_tracing_kind_operation_name: a static string (never freed, never
+// poisoned) and its length without the NUL; both out-pointers are nullable. Unknown kind:
+// KIND_NOT_FOUND; an id that is not an operation of the kind in this version's numbering:
+// OPERATION_NOT_FOUND (out-pointers untouched).
+FAKE_EXPORT int rocprofiler_query_buffer_tracing_kind_operation_name(int kind, int32_t operation,
+                                                                     const char** name,
+                                                                     uint64_t* len) {
+  FAKE_FAULT(rocprofiler_query_buffer_tracing_kind_operation_name);
+  if (!BufferKindExists(kind)) return Code(kKindNotFound);
+  for (const OpName& o : BufferKindOperations(kind)) {
+    if (o.op != operation) continue;
+    if (name != nullptr) *name = o.name;
+    if (len != nullptr) *len = std::strlen(o.name);
+    return kSuccess;
+  }
+  return Code(kOperationNotFound);
+}
+
 // rocprofiler_flush_buffer: hands what is pending to the delivery thread and waits until every
 // batch of this buffer sealed so far has been delivered (synchronous; the callback still runs on
 // the SDK thread). Called from inside a buffer callback (on the delivery thread) it would wait
@@ -1612,9 +1890,7 @@ FAKE_EXPORT int rocprofiler_context_is_valid(uint64_t context_id, int* status) {
 
 FAKE_EXPORT int rocprofiler_get_timestamp(uint64_t* ts) {
   if (ts == nullptr) return Code(kInvalidArgument);
-  struct timespec t;
-  clock_gettime(CLOCK_BOOTTIME, &t);
-  *ts = static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+  *ts = BoottimeNs();
   return kSuccess;
 }
 
@@ -1765,8 +2041,20 @@ FAKE_EXPORT void fake_sdk_set_strict_symbol_names(int strict) {
 
 FAKE_EXPORT int fake_sdk_dispatch_kernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
                                          uint64_t agent_id, uint64_t queue_id) {
-  return DispatchKernel(kernel_id, start_ns, end_ns, agent_id, queue_id);
+  return DispatchKernel(kernel_id, start_ns, end_ns, agent_id, queue_id, 0);
 }
+
+FAKE_EXPORT int fake_sdk_dispatch_kernel_ex(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
+                                            uint64_t agent_id, uint64_t queue_id, int flags) {
+  return DispatchKernel(kernel_id, start_ns, end_ns, agent_id, queue_id, flags);
+}
+
+FAKE_EXPORT uint64_t fake_sdk_hip_api_call(const char* op_name, uint64_t start_ns, uint64_t end_ns,
+                                           uint64_t thread_id) {
+  return HipApiCall(op_name, start_ns, end_ns, thread_id);
+}
+
+FAKE_EXPORT uint64_t fake_sdk_hip_api_records() { return g_hip_api_records.load(); }
 
 FAKE_EXPORT int fake_sdk_dispatch_raw(const void* record, size_t len) {
   if (record == nullptr || len == 0) return 0;

@@ -206,6 +206,40 @@ constexpr int kPolicyNone = 0, kPolicyDiscard = 1, kPolicyLossless = 2;
 constexpr int kCoLoad = 1, kCoKernelSymbol = 2, kPhaseLoad = 1, kPhaseUnload = 2;
 constexpr unsigned char kPoison = 0xA5;
 
+// rocprofiler_buffer_tracing_hip_api_record_t (HIP_RUNTIME_API, buffer kind 5): its
+// correlation_id is the full rocprofiler_correlation_id_t (5.1), so 7.0's ancestor field moves
+// start/end/thread_id back by 8 bytes.
+constexpr int kBufHipRuntimeApi = 5;
+constexpr size_t kHipSize = 0, kHipKind = 8, kHipOp = 12, kHipInternal = 16, kHipExternal = 24,
+                 kHipAncestor7 = 32;
+size_t HipRecordSize() { return EnvVersion() >= 10000 ? 64 : 56; }
+size_t HipStart() { return EnvVersion() >= 10000 ? 40 : 32; }
+size_t HipEnd() { return HipStart() + 8; }
+size_t HipThread() { return HipStart() + 16; }
+static_assert(kHipAncestor7 + 8 == 40, "7.x: start right after the 24-byte correlation id");
+
+// The fake's HIP runtime operations in its table order, and its documented numbering
+// (fake_sdk_hooks.h): 6.x 10 + 3*i, 7.x 100 + 7*(19 - i).
+const char* const kHipNames[] = {
+    "hipGetDevice",          "hipSetDevice",          "hipMalloc",
+    "hipFree",               "hipMemcpy",             "hipMemcpyAsync",
+    "hipMemsetAsync",        "hipStreamSynchronize",  "hipDeviceSynchronize",
+    "hipEventRecord",        "hipGetLastError",       "hipLaunchKernel",
+    "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "hipExtLaunchKernel",
+    "hipLaunchCooperativeKernel", "hipGraphLaunch",   "hipLaunchKernel_spt",
+    "hipGraphLaunch_spt",    "hipHccModuleLaunchKernel",
+};
+constexpr int kHipNameCount = sizeof(kHipNames) / sizeof(kHipNames[0]);
+int32_t HipId6(int i) { return 10 + 3 * i; }
+int32_t HipId7(int i) { return 100 + 7 * (kHipNameCount - 1 - i); }
+int32_t ExpectedHipId(int i) { return EnvVersion() >= 10000 ? HipId7(i) : HipId6(i); }
+
+uint64_t BoottimeNow() {
+  struct timespec t;
+  clock_gettime(CLOCK_BOOTTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
 int BufferNotFound() { return 3; }
 int BufferBusy() { return EnvVersion() < 500 ? 13 : 14; }
 // ROCPROFILER_BUFFER_TRACING_LAST (4.2): 15 in 6.2, 19 in ~6.3, 20 in ~6.4, 33 in 7.0.
@@ -379,6 +413,12 @@ struct Api {
   uint64_t (*ext_stack_top)(uint64_t, uint64_t) = nullptr;
   void (*set_next_drop_count)(uint64_t) = nullptr;
   uint64_t (*delivery_thread_id)() = nullptr;
+  // HIP_RUNTIME_API buffer tracing: the SDK's operation lookup and the fake's launch hooks
+  int (*iterate_ops)(int, int (*)(int, int32_t, void*), void*) = nullptr;
+  int (*query_op_name)(int, int32_t, const char**, uint64_t*) = nullptr;
+  int (*dispatch_kernel_ex)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int) = nullptr;
+  uint64_t (*hip_api_call)(const char*, uint64_t, uint64_t, uint64_t) = nullptr;
+  uint64_t (*hip_api_records)() = nullptr;
 };
 
 struct Roctx {
@@ -446,12 +486,49 @@ struct World {
   int buf_bad_ctx = -99, buf_null_out = -99, buf_null_cb = -99, buf_bad_policy = -99;
   int cfgbuf_unknown_buffer = -99, cfgbuf_again = -99, cfgbuf_kind0 = -99, cfgbuf_kind_last = -99;
   int cfgbuf_bad_ctx = -99, cfgbuf_bad_op = -99, cfgbuf_other_kind = -99;
+  // HIP_RUNTIME_API setup: hctx traces KERNEL_DISPATCH and HIP_RUNTIME_API into one buffer;
+  // fctx dispatches into fkbuf and only hipModuleLaunchKernel/hipMalloc API calls into fhbuf
+  // (looked up by name, as a consumer must); actx traces HIP_RUNTIME_API only.
+  uint64_t hctx = 0, fctx = 0, actx = 0, hbuf = 0, fkbuf = 0, fhbuf = 0, abuf = 0;
+  int hip_setup = -99;  // first failing status, 0 if all succeeded
+  int32_t module_launch_id = -1, malloc_id = -1;
   int pre_create_buffer = -99, pre_configure_buffer = -99;
   int post_create_buffer = -99, post_configure_buffer = -99;
 };
 
 World g_world;
 int g_tool_data = 0;
+
+// Every (operation, name) of a buffer tracing kind, through the SDK's iterate + query, as a
+// consumer must map names to ids.
+std::vector<std::pair<int32_t, std::string>> KindOperations(const Api& a, int kind,
+                                                            int* status = nullptr) {
+  std::vector<int32_t> ops;
+  const int st = a.iterate_ops(
+      kind,
+      [](int, int32_t op, void* data) {
+        static_cast<std::vector<int32_t>*>(data)->push_back(op);
+        return 0;
+      },
+      &ops);
+  if (status != nullptr) *status = st;
+  std::vector<std::pair<int32_t, std::string>> out;
+  for (int32_t op : ops) {
+    const char* name = nullptr;
+    uint64_t len = 0;
+    const int q = a.query_op_name(kind, op, &name, &len);
+    out.emplace_back(op, q == 0 && name != nullptr ? std::string(name, len)
+                                                   : "<query " + std::to_string(q) + ">");
+  }
+  return out;
+}
+
+int32_t OpByName(const Api& a, int kind, const std::string& name) {
+  for (const auto& [op, n] : KindOperations(a, kind)) {
+    if (n == name) return op;
+  }
+  return -1;
+}
 int g_tool_finalize_seen = 0;
 void* g_tool_finalize_data = nullptr;
 
@@ -525,6 +602,29 @@ int ToolInitialize(void (*fini)(), void* tool_data) {
   const int32_t bad_buf_op[] = {-3};
   w.cfgbuf_bad_op = a.configure_buffer(w.yctx, 7, bad_buf_op, 1, w.ybuf);
   w.cfgbuf_other_kind = a.configure_buffer(w.yctx, 10 /* MEMORY_COPY */, nullptr, 0, w.ybuf);
+  // HIP_RUNTIME_API (kind 5) next to KERNEL_DISPATCH.
+  w.module_launch_id = OpByName(a, kBufHipRuntimeApi, "hipModuleLaunchKernel");
+  w.malloc_id = OpByName(a, kBufHipRuntimeApi, "hipMalloc");
+  const int32_t hip_filter[] = {w.module_launch_id, w.malloc_id};
+  void* hcb = reinterpret_cast<void*>(&BufferCb);
+  int hs = (w.module_launch_id < 0 || w.malloc_id < 0) ? -1 : 0;
+  auto step = [&hs](int st) {
+    if (hs == 0 && st != 0) hs = st;
+    return hs == 0;
+  };
+  step(a.create_context(&w.hctx)) &&
+      step(a.create_buffer(w.hctx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.hbuf)) &&
+      step(a.configure_buffer(w.hctx, kBufKernelDispatch, nullptr, 0, w.hbuf)) &&
+      step(a.configure_buffer(w.hctx, kBufHipRuntimeApi, nullptr, 0, w.hbuf));
+  step(a.create_context(&w.fctx)) &&
+      step(a.create_buffer(w.fctx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.fkbuf)) &&
+      step(a.create_buffer(w.fctx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.fhbuf)) &&
+      step(a.configure_buffer(w.fctx, kBufKernelDispatch, nullptr, 0, w.fkbuf)) &&
+      step(a.configure_buffer(w.fctx, kBufHipRuntimeApi, hip_filter, 2, w.fhbuf));
+  step(a.create_context(&w.actx)) &&
+      step(a.create_buffer(w.actx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.abuf)) &&
+      step(a.configure_buffer(w.actx, kBufHipRuntimeApi, nullptr, 0, w.abuf));
+  w.hip_setup = hs;
   w.start_status = a.start_context(ctx);
   return 0;
 }
@@ -637,6 +737,18 @@ const World& W() {
     Bind(h, "fake_sdk_ext_stack_top", &a.ext_stack_top);
     Bind(h, "fake_sdk_set_next_drop_count", &a.set_next_drop_count);
     Bind(h, "fake_sdk_delivery_thread_id", &a.delivery_thread_id);
+    Bind(h, "rocprofiler_iterate_buffer_tracing_kind_operations", &a.iterate_ops);
+    Bind(h, "rocprofiler_query_buffer_tracing_kind_operation_name", &a.query_op_name);
+    Bind(h, "fake_sdk_dispatch_kernel_ex", &a.dispatch_kernel_ex);
+    Bind(h, "fake_sdk_hip_api_call", &a.hip_api_call);
+    Bind(h, "fake_sdk_hip_api_records", &a.hip_api_records);
+    for (void* p : {(void*)a.iterate_ops, (void*)a.query_op_name, (void*)a.dispatch_kernel_ex,
+                    (void*)a.hip_api_call, (void*)a.hip_api_records}) {
+      if (p == nullptr) {
+        w.error = "a HIP_RUNTIME_API symbol of the fake SDK is missing";
+        return false;
+      }
+    }
     g_flush_fn = a.flush_buffer;
     for (void* p : {(void*)a.create_buffer, (void*)a.configure_buffer, (void*)a.flush_buffer,
                     (void*)a.destroy_buffer, (void*)a.push_ext, (void*)a.pop_ext,
@@ -1666,6 +1778,365 @@ TEST(FakeSdkKernels, FaultInjectionOnEveryNewFunction) {
   unsetenv("FAKE_ROCPROFILER_FAIL");
   EXPECT_EQ(a.ext_stack_depth(w.kctx, me), 1) << "pop did nothing";
   EXPECT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
+}
+
+// ---- HIP_RUNTIME_API buffer tracing: the launching API call of every kernel ----
+
+#define REQUIRE_HIP_SETUP()  \
+  REQUIRE_KERNEL_SETUP();    \
+  ASSERT_EQ(w.hip_setup, 0); \
+  TakeBatches()
+
+// Every record of the batches, in delivery order.
+std::vector<RecCopy> Flat(const std::vector<Batch>& batches) {
+  std::vector<RecCopy> out;
+  for (const auto& b : batches) out.insert(out.end(), b.recs.begin(), b.recs.end());
+  return out;
+}
+
+int32_t HipLaunchId() { return ExpectedHipId(11); }  // kHipNames[11] = hipLaunchKernel
+
+TEST(FakeSdkHip, OperationsAreIteratedAscendingAndNamed) {
+  REQUIRE_WORLD();
+  int status = -99;
+  const auto ops = KindOperations(a, kBufHipRuntimeApi, &status);
+  EXPECT_EQ(status, 0);
+  ASSERT_EQ(ops.size(), static_cast<size_t>(kHipNameCount));
+  for (size_t i = 1; i < ops.size(); ++i) EXPECT_LT(ops[i - 1].first, ops[i].first) << "ascending";
+  for (int i = 0; i < kHipNameCount; ++i) {
+    const int32_t id = ExpectedHipId(i);
+    EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, kHipNames[i]), id) << kHipNames[i];
+    const char* name = nullptr;
+    uint64_t len = 0;
+    ASSERT_EQ(a.query_op_name(kBufHipRuntimeApi, id, &name, &len), 0) << id;
+    EXPECT_STREQ(name, kHipNames[i]);
+    EXPECT_EQ(len, std::strlen(kHipNames[i])) << "length without the NUL";
+    const char* again = nullptr;
+    EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, id, &again, nullptr), 0) << "len is nullable";
+    EXPECT_EQ(again, name) << "a static string";
+  }
+  // Early stop: a non-zero return ends the iteration.
+  int calls = 0;
+  EXPECT_EQ(a.iterate_ops(
+                kBufHipRuntimeApi,
+                [](int kind, int32_t, void* data) {
+                  EXPECT_EQ(kind, kBufHipRuntimeApi);
+                  return ++*static_cast<int*>(data) == 3 ? 1 : 0;
+                },
+                &calls),
+            0);
+  EXPECT_EQ(calls, 3);
+  // KERNEL_DISPATCH: ENQUEUE 1, COMPLETE 2 (COMPLETE is what its buffer records carry).
+  const auto kd = KindOperations(a, kBufKernelDispatch, &status);
+  EXPECT_EQ(status, 0);
+  ASSERT_EQ(kd.size(), 2u);
+  EXPECT_EQ(kd[0], std::make_pair(int32_t{1}, std::string("KERNEL_DISPATCH_ENQUEUE")));
+  EXPECT_EQ(kd[1], std::make_pair(int32_t{kOpComplete}, std::string("KERNEL_DISPATCH_COMPLETE")));
+  // A kind that exists but has no table in the fake iterates nothing.
+  EXPECT_TRUE(KindOperations(a, 7 /* MARKER_CORE_API */, &status).empty());
+  EXPECT_EQ(status, 0);
+}
+
+TEST(FakeSdkHip, UnknownKindsAndOperations) {
+  REQUIRE_WORLD();
+  auto never = [](int, int32_t, void*) -> int {
+    ADD_FAILURE() << "called for an unknown kind";
+    return 1;
+  };
+  for (int kind : {0, BufferKindLast(), 99, -1}) {
+    EXPECT_EQ(a.iterate_ops(kind, never, nullptr), 4) << "KIND_NOT_FOUND, kind " << kind;
+    const char* name = "untouched";
+    EXPECT_EQ(a.query_op_name(kind, HipLaunchId(), &name, nullptr), 4) << kind;
+    EXPECT_STREQ(name, "untouched");
+  }
+  EXPECT_EQ(a.iterate_ops(kBufHipRuntimeApi, nullptr, nullptr), InvalidArgument());
+  const char* name = "untouched";
+  uint64_t len = 77;
+  for (int32_t op : {-1, 0, 9, 600, HipLaunchId() + 1}) {
+    EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, op, &name, &len), 5)
+        << "OPERATION_NOT_FOUND " << op;
+  }
+  EXPECT_STREQ(name, "untouched");
+  EXPECT_EQ(len, 77u);
+  EXPECT_EQ(a.query_op_name(kBufKernelDispatch, 0, &name, &len), 5) << "NONE is not listed";
+  EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, HipLaunchId(), nullptr, nullptr), 0)
+      << "both out-pointers are nullable";
+}
+
+// The numbering is the version's: a consumer that hard-coded the other layout's ids would
+// filter and name the wrong calls (or none).
+TEST(FakeSdkHip, NumberingDiffersBetweenLayouts) {
+  REQUIRE_WORLD();
+  for (int i = 0; i < kHipNameCount; ++i) {
+    ASSERT_NE(HipId6(i), HipId7(i)) << kHipNames[i];
+    const int32_t other = Is7() ? HipId6(i) : HipId7(i);
+    const char* name = nullptr;
+    const int st = a.query_op_name(kBufHipRuntimeApi, other, &name, nullptr);
+    EXPECT_TRUE(st == 5 || (st == 0 && std::string(name) != kHipNames[i]))
+        << kHipNames[i] << ": the other layout's id " << other << " names it here too";
+  }
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipLaunchKernel"), Is7() ? 156 : 43);
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipModuleLaunchKernel"), Is7() ? 149 : 46);
+  const auto ops = KindOperations(a, kBufHipRuntimeApi);
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops.front().second, Is7() ? "hipHccModuleLaunchKernel" : "hipGetDevice")
+      << "7.x numbers the table in reverse";
+}
+
+TEST(FakeSdkHip, LaunchRecordLayoutAndJoinToItsDispatch) {
+  REQUIRE_HIP_SETUP();
+  Started h(a, w.hctx);
+  const uint64_t me = Gettid();
+  ASSERT_EQ(a.push_ext(w.hctx, me, 0x77), 0);
+  const uint64_t api_records = a.hip_api_records();
+  const uint64_t before = BoottimeNow();
+  EXPECT_EQ(a.dispatch_kernel(91, 5000, 9000, 3, 4), 1) << "counts the dispatch record only";
+  const uint64_t after = BoottimeNow();
+  ASSERT_EQ(a.pop_ext(w.hctx, me, nullptr), 0);
+  EXPECT_EQ(a.hip_api_records(), api_records + 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].ctx, w.hctx);
+  EXPECT_EQ(batches[0].buf, w.hbuf);
+  ASSERT_EQ(batches[0].n, 2u);
+  const RecCopy& kd = batches[0].recs[0];
+  const RecCopy& api = batches[0].recs[1];
+  EXPECT_EQ(kd.kind, 11u) << "the dispatch record first: the API record is written at exit";
+  EXPECT_EQ(U64(kd, kKdKernel), 91u);
+  EXPECT_EQ(api.category, 1u) << "TRACING";
+  EXPECT_EQ(api.kind, 5u) << "HIP_RUNTIME_API";
+  EXPECT_EQ(api.hash, 1u | (uint64_t{5} << 32));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(api.ptr) % 8, 0u);
+  ASSERT_EQ(api.bytes.size(), HipRecordSize()) << "56 bytes in 6.x, 64 in 7.x";
+  EXPECT_EQ(U64(api, kHipSize), HipRecordSize());
+  EXPECT_EQ(At<int32_t>(api.bytes.data(), kHipKind), kBufHipRuntimeApi);
+  EXPECT_EQ(At<int32_t>(api.bytes.data(), kHipOp), HipLaunchId());
+  EXPECT_NE(U64(api, kHipInternal), 0u);
+  EXPECT_EQ(U64(api, kHipInternal), U64(kd, kKdInternal)) << "the join key";
+  EXPECT_EQ(U64(api, kHipExternal), 0x77u);
+  EXPECT_EQ(U64(kd, kKdExternal), 0x77u);
+  if (Is7()) {
+    EXPECT_EQ(U64(api, kHipAncestor7), 0u) << "a top-level call";
+  }
+  const uint64_t start = U64(api, HipStart()), end = U64(api, HipEnd());
+  EXPECT_GE(start, before) << "CLOCK_BOOTTIME at the call's entry";
+  EXPECT_LE(end, after);
+  EXPECT_LT(start, end);
+  EXPECT_EQ(U64(api, HipThread()), me);
+  EXPECT_EQ(U64(kd, kKdThread), me);
+  EXPECT_EQ(U64(kd, kKdStart), 5000u) << "the device times are the dispatch record's";
+}
+
+TEST(FakeSdkHip, EachLaunchIsItsOwnCallOnItsOwnThread) {
+  REQUIRE_HIP_SETUP();
+  Started h(a, w.hctx);
+  uint64_t worker = 0;
+  std::thread t([&] {
+    worker = Gettid();
+    ASSERT_EQ(a.push_ext(w.hctx, worker, 0x99), 0);
+    a.dispatch_kernel(1, 10, 20, 1, 1);
+    ASSERT_EQ(a.pop_ext(w.hctx, worker, nullptr), 0);
+  });
+  t.join();
+  a.dispatch_kernel(2, 30, 40, 1, 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 4u);
+  // (dispatch, api) twice; pair them by correlation id, not by position.
+  std::vector<uint64_t> api_ids, kd_ids;
+  for (const auto& r : recs) {
+    if (r.kind == 5) {
+      api_ids.push_back(U64(r, kHipInternal));
+      const bool from_worker = U64(r, HipThread()) == worker;
+      EXPECT_EQ(U64(r, kHipExternal), from_worker ? 0x99u : 0u);
+    } else {
+      kd_ids.push_back(U64(r, kKdInternal));
+    }
+  }
+  EXPECT_EQ(api_ids, kd_ids);
+  ASSERT_EQ(api_ids.size(), 2u);
+  EXPECT_NE(api_ids[0], api_ids[1]) << "one fresh id per call";
+  EXPECT_EQ(U64(recs[1], HipThread()), worker);
+  EXPECT_EQ(U64(recs[3], HipThread()), Gettid());
+  EXPECT_LE(U64(recs[1], HipEnd()), U64(recs[3], HipStart())) << "the calls were sequential";
+}
+
+TEST(FakeSdkHip, DispatchExFlags) {
+  REQUIRE_HIP_SETUP();
+  Started h(a, w.hctx);
+  const uint64_t api_records = a.hip_api_records();
+
+  // 1: no API record; the dispatch's id is fresh and matches nothing.
+  EXPECT_EQ(a.dispatch_kernel_ex(10, 10, 20, 1, 1, 1), 1);
+  EXPECT_EQ(a.hip_api_records(), api_records);
+  EXPECT_EQ(a.dispatch_kernel_ex(11, 10, 20, 1, 1, 1 | 4), 1) << "4 without a second half: no seal";
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(batches[0].recs[0].kind, 11u);
+  EXPECT_EQ(batches[0].recs[1].kind, 11u);
+  EXPECT_NE(U64(batches[0].recs[0], kKdInternal), U64(batches[0].recs[1], kKdInternal));
+
+  // 2: the API record first, same batch.
+  EXPECT_EQ(a.dispatch_kernel_ex(12, 10, 20, 1, 1, 2), 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(batches[0].recs[0].kind, 5u);
+  EXPECT_EQ(batches[0].recs[1].kind, 11u);
+  EXPECT_EQ(U64(batches[0].recs[0], kHipInternal), U64(batches[0].recs[1], kKdInternal));
+
+  // 4: the dispatch record's batch is delivered by itself (no flush), the API record stays.
+  EXPECT_EQ(a.dispatch_kernel_ex(13, 10, 20, 1, 1, 4), 1);
+  batches = WaitRecords(1);
+  ASSERT_EQ(batches.size(), 1u) << "sealed as a watermark would";
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 11u);
+  const uint64_t id13 = U64(batches[0].recs[0], kKdInternal);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 5u);
+  EXPECT_EQ(U64(batches[0].recs[0], kHipInternal), id13) << "joined across callbacks";
+
+  // 2 | 4: the API record alone first.
+  EXPECT_EQ(a.dispatch_kernel_ex(14, 10, 20, 1, 1, 2 | 4), 1);
+  batches = WaitRecords(1);
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 5u);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 11u);
+  EXPECT_EQ(U64(batches[0].recs[0], kKdKernel), 14u);
+
+  // 8: hipModuleLaunchKernel.
+  EXPECT_EQ(a.dispatch_kernel_ex(15, 10, 20, 1, 1, 8), 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[1].kind, 5u);
+  EXPECT_EQ(At<int32_t>(recs[1].bytes.data(), kHipOp), w.module_launch_id);
+  EXPECT_EQ(a.hip_api_records(), api_records + 4) << "flags 2, 4, 2|4, 8";
+
+  // 0 is fake_sdk_dispatch_kernel.
+  EXPECT_EQ(a.dispatch_kernel_ex(16, 10, 20, 1, 1, 0), 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  const auto plain = Flat(TakeBatches());
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0].kind, 11u);
+  EXPECT_EQ(At<int32_t>(plain[1].bytes.data(), kHipOp), HipLaunchId());
+}
+
+// fctx: dispatches into fkbuf, API records filtered to {hipModuleLaunchKernel, hipMalloc} into
+// fhbuf.
+TEST(FakeSdkHip, OperationFilterAndSeparateBuffers) {
+  REQUIRE_HIP_SETUP();
+  Started f(a, w.fctx);
+  const uint64_t api_records = a.hip_api_records();
+  EXPECT_EQ(a.dispatch_kernel(20, 10, 20, 1, 1), 1);
+  EXPECT_EQ(a.hip_api_records(), api_records) << "hipLaunchKernel is filtered out";
+  ASSERT_EQ(a.flush_buffer(w.fhbuf), 0);
+  EXPECT_TRUE(TakeBatches().empty());
+  ASSERT_EQ(a.flush_buffer(w.fkbuf), 0);
+  auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 11u) << "the dispatch is recorded regardless";
+
+  EXPECT_EQ(a.dispatch_kernel_ex(21, 10, 20, 1, 1, 8), 1);
+  ASSERT_EQ(a.flush_buffer(w.fkbuf), 0);
+  ASSERT_EQ(a.flush_buffer(w.fhbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 2u) << "one callback per buffer";
+  EXPECT_EQ(batches[0].buf, w.fkbuf);
+  EXPECT_EQ(batches[1].buf, w.fhbuf);
+  ASSERT_EQ(batches[0].n, 1u);
+  ASSERT_EQ(batches[1].n, 1u);
+  EXPECT_EQ(At<int32_t>(batches[1].recs[0].bytes.data(), kHipOp), w.module_launch_id);
+  EXPECT_EQ(U64(batches[1].recs[0], kHipInternal), U64(batches[0].recs[0], kKdInternal));
+
+  // An API call with no kernel: by name, filtered, with the given interval and thread.
+  const uint64_t me = Gettid();
+  const uint64_t id = a.hip_api_call("hipMalloc", 100, 250, 0);
+  EXPECT_NE(id, 0u);
+  EXPECT_NE(id, UINT64_MAX);
+  EXPECT_EQ(a.hip_api_call("hipFree", 100, 250, 0), 0u) << "filtered out: no buffer took it";
+  EXPECT_EQ(a.hip_api_call("hipNoSuchFunction", 100, 250, 0), UINT64_MAX);
+  EXPECT_EQ(a.hip_api_call(nullptr, 100, 250, 0), UINT64_MAX);
+  ASSERT_EQ(a.flush_buffer(w.fhbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  const RecCopy& r = batches[0].recs[0];
+  EXPECT_EQ(At<int32_t>(r.bytes.data(), kHipOp), w.malloc_id);
+  EXPECT_EQ(U64(r, kHipInternal), id);
+  EXPECT_EQ(U64(r, HipStart()), 100u);
+  EXPECT_EQ(U64(r, HipEnd()), 250u);
+  EXPECT_EQ(U64(r, HipThread()), me) << "thread_id 0 = the calling thread";
+  EXPECT_EQ(a.hip_api_records(), api_records + 2);
+}
+
+TEST(FakeSdkHip, ApiCallsWithoutKernelDispatchTracingOrOnAnotherThread) {
+  REQUIRE_HIP_SETUP();
+  EXPECT_EQ(a.hip_api_call("hipMalloc", 1, 2, 0), 0u) << "no context started";
+  const uint64_t api_records = a.hip_api_records();
+  EXPECT_EQ(a.dispatch_kernel(30, 10, 20, 1, 1), 0);
+  EXPECT_EQ(a.hip_api_records(), api_records) << "stopped contexts get nothing";
+  Started ac(a, w.actx);
+  EXPECT_EQ(a.dispatch_kernel(31, 10, 20, 1, 1), 0) << "no KERNEL_DISPATCH tracing started";
+  EXPECT_EQ(a.hip_api_records(), api_records + 1) << "but the launch call is traced";
+  const uint64_t other = Gettid() + 1000000;
+  ASSERT_EQ(a.push_ext(w.actx, other, 0x42), 0);
+  const uint64_t id = a.hip_api_call("hipStreamSynchronize", 500, 900, other);
+  ASSERT_EQ(a.pop_ext(w.actx, other, nullptr), 0);
+  ASSERT_EQ(a.flush_buffer(w.abuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(At<int32_t>(recs[0].bytes.data(), kHipOp), HipLaunchId());
+  EXPECT_EQ(U64(recs[0], HipThread()), Gettid());
+  EXPECT_EQ(At<int32_t>(recs[1].bytes.data(), kHipOp),
+            OpByName(a, kBufHipRuntimeApi, "hipStreamSynchronize"));
+  EXPECT_EQ(U64(recs[1], kHipInternal), id);
+  EXPECT_NE(id, U64(recs[0], kHipInternal));
+  EXPECT_EQ(U64(recs[1], HipThread()), other);
+  EXPECT_EQ(U64(recs[1], kHipExternal), 0x42u) << "the given thread's stack top";
+}
+
+TEST(FakeSdkHip, BothKindsInTwoContextsShareTheCallsId) {
+  REQUIRE_HIP_SETUP();
+  Started h(a, w.hctx);
+  Started ac(a, w.actx);
+  EXPECT_EQ(a.dispatch_kernel(40, 10, 20, 1, 1), 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  ASSERT_EQ(a.flush_buffer(w.abuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 3u);  // hbuf: dispatch, api; abuf: api
+  EXPECT_EQ(U64(recs[1], kHipInternal), U64(recs[0], kKdInternal));
+  EXPECT_EQ(U64(recs[2], kHipInternal), U64(recs[0], kKdInternal));
+  EXPECT_EQ(U64(recs[2], HipStart()), U64(recs[1], HipStart())) << "one call, one interval";
+  EXPECT_EQ(U64(recs[2], HipEnd()), U64(recs[1], HipEnd()));
+}
+
+TEST(FakeSdkHip, FaultInjection) {
+  REQUIRE_WORLD();
+  setenv("FAKE_ROCPROFILER_FAIL", "rocprofiler_iterate_buffer_tracing_kind_operations=17", 1);
+  int calls = 0;
+  EXPECT_EQ(a.iterate_ops(
+                kBufHipRuntimeApi, [](int, int32_t, void* d) { return ++*static_cast<int*>(d), 0; },
+                &calls),
+            17);
+  EXPECT_EQ(calls, 0);
+  setenv("FAKE_ROCPROFILER_FAIL", "rocprofiler_query_buffer_tracing_kind_operation_name=17", 1);
+  EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, HipLaunchId(), nullptr, nullptr), 17);
+  unsetenv("FAKE_ROCPROFILER_FAIL");
+  EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, HipLaunchId(), nullptr, nullptr), 0);
 }
 
 // Records left pending (not flushed) when the SDK finalizes are lost: it does not flush by itself.

@@ -1,14 +1,36 @@
 // Test hooks of the fake rocprofiler-sdk (fake_rocprofiler_sdk.cc) for kernel tracing: code-object
-// symbol loads, kernel dispatches into KERNEL_DISPATCH buffers, delivery and external-correlation
-// probes. The fake exports them with C linkage and default visibility; a test either includes
-// this header and links the fake, or (the usual way, since the fake is dlopen'ed RTLD_GLOBAL)
-// looks them up with dlsym and casts to the FakeSdk*Fn pointer types below.
+// symbol loads, kernel dispatches into KERNEL_DISPATCH buffers with their launching HIP API calls
+// into HIP_RUNTIME_API buffers, delivery and external-correlation probes. The fake exports them
+// with C linkage and default visibility; a test either includes this header and links the fake,
+// or (the usual way, since the fake is dlopen'ed RTLD_GLOBAL) looks them up with dlsym and casts
+// to the FakeSdk*Fn pointer types below.
 //
-// What the fake models (rocprofiler_abi.md 3.6, 3.8, 4.2-4.5, 5.1-5.6):
+// What the fake models (rocprofiler_abi.md 3.5-3.8, 4.2-4.5, 5.1-5.6):
 //  - rocprofiler_create_buffer / configure_buffer_tracing_service / flush_buffer /
 //    destroy_buffer with KERNEL_DISPATCH (buffer kind 11) records: a 16-byte
 //    rocprofiler_record_header_t {category TRACING = 1 @0, kind 11 @4, payload @8} pointing at
 //    a 184-byte rocprofiler_buffer_tracing_kernel_dispatch_record_t (all versions).
+//  - HIP_RUNTIME_API (buffer kind 5) records, header {TRACING, 5}: a
+//    rocprofiler_buffer_tracing_hip_api_record_t whose layout depends on the version, because
+//    its correlation_id is the full rocprofiler_correlation_id_t (5.1):
+//                        size  kind  op  internal  external  ancestor  start  end  thread_id
+//      < 10000 (6.x):    @0    @8    @12 @16       @24       -         @32    @40  @48   = 56 B
+//      >= 10000 (7.x):   @0    @8    @12 @16       @24       @32 (=0)  @40    @48  @56   = 64 B
+//    start/end are CLOCK_BOOTTIME ns (the call's entry and exit), thread_id the caller's TID.
+//  - Every kernel dispatch is the enqueue of a hipLaunchKernel call on the calling thread: its
+//    dispatch record's correlation internal id is the API record's (a fresh id per call), and
+//    the API record follows the dispatch record (the SDK writes it at the call's exit; a short
+//    kernel can complete first). fake_sdk_dispatch_kernel_ex changes the order, splits the two
+//    into different batches, uses hipModuleLaunchKernel, or makes no API record (an enqueue
+//    outside any traced HIP call, e.g. HSA-direct: the dispatch's id is fresh and unmatched).
+//  - rocprofiler_iterate_buffer_tracing_kind_operations(kind, cb(kind, op, data) -> 0 to go on,
+//    data) and rocprofiler_query_buffer_tracing_kind_operation_name(kind, op, &name, &len):
+//    HIP_RUNTIME_API has 20 operations (hipGetDevice ... hipLaunchKernel, hipModuleLaunchKernel,
+//    ... hipHccModuleLaunchKernel) numbered DIFFERENTLY per layout, so ids must be looked up by
+//    name, never hard-coded: 6.x: 10 + 3*i in table order; 7.x: 100 + 7*(19 - i), reversed (the
+//    table is in fake_rocprofiler_sdk.cc). KERNEL_DISPATCH iterates ENQUEUE 1, COMPLETE 2; other
+//    existing kinds iterate nothing; a kind the version lacks is KIND_NOT_FOUND (4), an unknown
+//    operation OPERATION_NOT_FOUND (5).
 //  - Delivery on ONE SDK-internal thread per process (started lazily): when a buffer's pending
 //    payload bytes reach its watermark (0: every record), or on rocprofiler_flush_buffer, which
 //    returns only after the callback has returned. Record memory (the header-pointer array, the
@@ -67,10 +89,51 @@ void fake_sdk_set_strict_symbol_names(int strict);
 // (one per call), external = the calling thread's stack top for that context (see above),
 // thread_id = gettid(), the given timestamps, dispatch_info {size 72, agent_id, queue_id,
 // kernel_id, dispatch_id = a process-wide counter from 1 (one per call), segment sizes 0,
-// workgroup {256,1,1}, grid {65536,1,1}}. Stopped contexts get nothing. Returns the number of
-// buffers the record went into (a record dropped by a DISCARD/NONE buffer does not count).
+// workgroup {256,1,1}, grid {65536,1,1}}. Stopped contexts get nothing.
+//
+// The enqueue is made by a hipLaunchKernel call on the calling thread: it also appends, to every
+// STARTED context with HIP_RUNTIME_API buffer tracing whose operation filter is empty or holds
+// this version's id of "hipLaunchKernel", one API record: operation = that id, correlation
+// internal = the dispatch record's id, external = the thread's stack top for that context (same
+// rule as the dispatch), thread_id = gettid(), start = CLOCK_BOOTTIME at entry, end =
+// CLOCK_BOOTTIME after the records were built (> start), appended AFTER the dispatch record.
+// This happens whether or not any context traces KERNEL_DISPATCH. The correlation id advances
+// whenever any record is made, the dispatch_id counter only when a context traces
+// KERNEL_DISPATCH. Returns the number of buffers the DISPATCH record went into (a record dropped
+// by a DISCARD/NONE buffer does not count; API records never count).
 int fake_sdk_dispatch_kernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
                              uint64_t agent_id, uint64_t queue_id);
+
+// fake_sdk_dispatch_kernel_ex: the same, with `flags` (FAKE_SDK_DISPATCH_*, OR-able):
+//   NO_HIP_API   (1) no API record at all: an enqueue outside any traced HIP call (HSA-direct);
+//                    the dispatch's correlation id is still fresh, and matches no API record.
+//   HIP_API_FIRST(2) the API record is appended BEFORE the dispatch record.
+//   SEAL_BETWEEN (4) after the first of the two is appended, every target buffer (of either
+//                    kind) delivers what it holds as its own batch, as a watermark would, so the
+//                    two halves of the join arrive in different buffer callbacks. Nothing with 1.
+//   MODULE_LAUNCH(8) the call is hipModuleLaunchKernel (filtered and numbered as such).
+// Returns as fake_sdk_dispatch_kernel.
+enum {
+  FAKE_SDK_DISPATCH_NO_HIP_API = 1,
+  FAKE_SDK_DISPATCH_HIP_API_FIRST = 2,
+  FAKE_SDK_DISPATCH_SEAL_BETWEEN = 4,
+  FAKE_SDK_DISPATCH_MODULE_LAUNCH = 8,
+};
+int fake_sdk_dispatch_kernel_ex(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
+                                uint64_t agent_id, uint64_t queue_id, int flags);
+
+// One HIP runtime call with no kernel: appends one API record for `op_name` (this version's id
+// of that name) to the same targets (started contexts with HIP_RUNTIME_API buffer tracing whose
+// filter passes the id), with a fresh correlation id, the given start/end (as given, unchecked)
+// and thread_id (0 = the calling thread's gettid()); the external id is that thread's stack top.
+// Returns the correlation id used, 0 if no buffer took the record, UINT64_MAX if the name is
+// not one of the fake's HIP operations.
+uint64_t fake_sdk_hip_api_call(const char* op_name, uint64_t start_ns, uint64_t end_ns,
+                               uint64_t thread_id);
+
+// HIP API records appended to buffers so far (one per buffer; drops by a full DISCARD/NONE
+// buffer are not counted).
+uint64_t fake_sdk_hip_api_records(void);
 
 // Appends a caller-built payload of `len` bytes (copied as is: any size, any contents) behind a
 // header {TRACING, KERNEL_DISPATCH} to the same buffers fake_sdk_dispatch_kernel would use, for
@@ -115,9 +178,16 @@ using FakeSdkLoadKernelSymbolFn = int (*)(uint64_t, const char*, uint64_t);
 using FakeSdkUnloadCodeObjectFn = int (*)(uint64_t);
 using FakeSdkSetStrictSymbolNamesFn = void (*)(int);
 using FakeSdkDispatchKernelFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+using FakeSdkDispatchKernelExFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int);
+using FakeSdkHipApiCallFn = uint64_t (*)(const char*, uint64_t, uint64_t, uint64_t);
 using FakeSdkDispatchRawFn = int (*)(const void*, size_t);
 using FakeSdkSetDeliveryOrderFn = void (*)(int);
-using FakeSdkCounterFn = uint64_t (*)(void);
+using FakeSdkCounterFn = uint64_t (*)(void);  // also fake_sdk_hip_api_records
+// The SDK's own functions (3.5, 3.6), for a test that dlsyms them next to the hooks.
+using RocprofilerIterateBufferTracingKindOperationsFn = int (*)(int, int (*)(int, int32_t, void*),
+                                                                void*);
+using RocprofilerQueryBufferTracingKindOperationNameFn = int (*)(int, int32_t, const char**,
+                                                                 uint64_t*);
 using FakeSdkExtStackDepthFn = int (*)(uint64_t, uint64_t);
 using FakeSdkExtStackTopFn = uint64_t (*)(uint64_t, uint64_t);
 using FakeSdkSetNextDropCountFn = void (*)(uint64_t);
