@@ -425,7 +425,8 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
       dlsym(cupti, "fake_cupti_launch"));
   ASSERT_TRUE(enabled && depth && launch);
-  for (int kind : {10, 39, 5, 4}) EXPECT_EQ(enabled(kind), 1) << "activity kind " << kind;
+  for (int kind : {10, 5, 4}) EXPECT_EQ(enabled(kind), 1) << "activity kind " << kind;
+  EXPECT_EQ(enabled(39), 0) << "no external correlation: kernels are joined to their API records";
   auto create = c.get<void* (*)(const char*)>(c.core2, kDomainCreateA);
   auto reg = c.get<void* (*)(void*, const char*)>(c.core2, kDomainRegisterStringA);
   auto push = c.get<int (*)(void*, const EventAttributes*)>(c.core2, kDomainRangePushEx);
@@ -438,7 +439,7 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   push(tsl, &module);
   push(tsl, &thunk);
   launch("loop_fusion_3", t0 + 1000, t0 + 51000, 0, 7, 256, 128);
-  EXPECT_EQ(depth(5), 1) << "one CUSTOM2 entry of ours per thread, replaced, never stacked";
+  EXPECT_EQ(depth(5), 0) << "no CUPTI call on the range path";
   pop(tsl);
   launch("_Z9after_allPf", t0 + 60000, t0 + 70000, 0, 9, 1, 32);
   pop(tsl);
@@ -477,6 +478,64 @@ TEST_F(NvtxInjection, OnlyTheEntryPointTheCApiAndTheGgmlHooksAreExported) {
   }
   EXPECT_EQ(dlsym(Library(), "_ZN3tsl8profiler15AnnotationStack10PushAnnotationESt17basic_string_viewIcSt11char_traitsIcEE"), nullptr);
   EXPECT_EQ(dlsym(Library(), "rust_eh_personality"), nullptr);
+}
+
+
+// The join's edges through the injection and the fake CUPTI: a kernel launched by a thread that
+// exits before the flush keeps its range; a kernel that runs long after its range closed is
+// still the range's (by launch, not by execution); a start/end range spanning the launch is on
+// no thread's stack and takes nothing.
+TEST_F(NvtxInjection, CuptiKernelsAreJoinedByLaunchOnThreadsThatAreGone) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  ASSERT_NE(launch, nullptr);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  auto start_range = c.get<uint64_t (*)(const char*)>(c.core, kRangeStartA);
+  auto end_range = c.get<void (*)(uint64_t)>(c.core, kRangeEnd);
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.emplace_back([&, i] {
+      const std::string label = "worker_" + std::to_string(i);
+      const uint64_t process = start_range("process_range");
+      push(label.c_str());
+      // Runs 1 ms after its range closes, as queued GPU work does.
+      launch(("late_kernel_" + std::to_string(i)).c_str(), t0 + 1000000, t0 + 1001000, 0, 7, 1, 32);
+      pop();
+      launch(("after_pop_" + std::to_string(i)).c_str(), t0 + 1002000, t0 + 1003000, 0, 7, 1, 32);
+      end_range(process);
+    });
+  }
+  for (auto& w : workers) w.join();  // every launching thread is gone before the flush
+  usleep(2000);
+  const Api& a = Api::Get();
+  roctx_utils_snapshot* s = nullptr;
+  ASSERT_EQ(a.stop(&s), ROCTX_UTILS_OK);
+  auto write_chrome = reinterpret_cast<int (*)(const roctx_utils_snapshot*, const char*)>(
+      dlsym(Library(), "roctx_utils_snapshot_write_chrome"));
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/gone.json";
+  ASSERT_EQ(write_chrome(s, path.c_str()), ROCTX_UTILS_OK);
+  a.free(s);
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string json = buf.str();
+  for (int i = 0; i < 4; ++i) {
+    const std::string label = "worker_" + std::to_string(i);
+    EXPECT_EQ(Count(json, "\"nvtx_range\":\"" + label + "\""), 2u) << "the range and its one kernel\n" << json;
+    const size_t late = json.find("\"name\":\"late_kernel_" + std::to_string(i) + "\"");
+    ASSERT_NE(late, std::string::npos) << json;
+    const size_t late_end = json.find('}', json.find("\"args\"", late));
+    EXPECT_NE(json.substr(late, late_end - late).find(label), std::string::npos) << "by launch\n" << json;
+  }
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"process_range\""), Count(json, "\"name\":\"process_range\""))
+      << "a start/end range is on no stack: only its own events name it\n" << json;
+  EXPECT_EQ(Count(json, "\"ph\":\"s\""), 4u) << "one arrow per kernel launched inside a range\n" << json;
 }
 
 }  // namespace

@@ -99,15 +99,17 @@ typedef struct roctx_utils_kernel_stats {
   uint64_t cut_descriptors;       /* op descriptors cut to the documented limits */
   uint64_t invocations_exhausted; /* op scopes past the 32-bit invocation space (no op) */
   uint64_t names_over_cap;        /* kernel symbols past the 2^20 names kept */
+  uint64_t unjoined;              /* kernels not matched to their launch call (kept, no op/range) */
 } roctx_utils_kernel_stats;
 
 /* Flushes the SDK's buffer, then copies the counters into *out. Returns ROCTX_UTILS_OK or
  * ROCTX_UTILS_INVALID_ARGUMENT (out NULL or struct_size < 16). */
 int roctx_utils_kernel_stats_get(roctx_utils_kernel_stats* out);
 
-ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 80);
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 88);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, dispatches, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_over_cap, 72);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, unjoined, 80);
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_source, 48);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, ne, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, bytes, 40);

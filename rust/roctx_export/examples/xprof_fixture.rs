@@ -130,6 +130,7 @@ fn roctx_capture() -> Trace {
         invocation: 0,
         range,
         thread_id,
+        launch_ns: 0,
         agent_id: 0x7f00,
         queue_id,
         dispatch_id: start_us,

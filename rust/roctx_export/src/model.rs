@@ -72,7 +72,9 @@ impl Trace {
 
     /// Adds the kernels of `kernels` that ran inside this session's window (start to stop,
     /// XLA's rule; the rest are counted in a warning), each attributed to the ROCTX range of
-    /// this trace that launched it (same thread, same push number).
+    /// this trace that launched it: the innermost push/pop range open on its launching thread
+    /// at its launch instant ([`roctx_kernels::join`]'s rule), or, for a source that carried the
+    /// range's push number in the kernel record, the range of that number on that thread.
     pub fn add_kernels(&mut self, kernels: &roctx_kernels::KernelSnapshot) {
         use std::collections::HashMap;
         let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
@@ -88,6 +90,7 @@ impl Trace {
             .filter(|(_, e)| e.kind == EventKind::Range && e.seq != 0)
             .map(|(i, e)| ((e.tid, e.seq), i))
             .collect();
+        let open_at = OpenRanges::new(&self.events);
         let mut outside = 0u64;
         for d in &kernels.dispatches {
             if d.start_ns < self.start_ns || d.end_ns > self.stop_ns {
@@ -115,7 +118,13 @@ impl Trace {
                     d.workgroup[1],
                     d.workgroup[2]
                 ),
-                launched_by: (d.range != 0).then(|| launchers.get(&(d.thread_id, d.range)).copied()).flatten(),
+                launched_by: if d.range != 0 {
+                    launchers.get(&(d.thread_id, d.range)).copied()
+                } else if d.launch_ns != 0 {
+                    open_at.innermost(d.thread_id, d.launch_ns)
+                } else {
+                    None
+                },
                 invocation: d.invocation,
             });
         }
@@ -125,6 +134,12 @@ impl Trace {
         let lost = kernels.stats.dropped_cap + kernels.stats.rejected_records + kernels.stats.sdk_dropped;
         if lost > 0 {
             self.warnings.push(format!("roctx_utils: {lost} GPU kernel records lost (cap, malformed or dropped by rocprofiler-sdk)"));
+        }
+        if kernels.stats.unjoined > 0 {
+            self.warnings.push(format!(
+                "roctx_utils: {} GPU kernels could not be matched to their launch call (no range or op shown for them)",
+                kernels.stats.unjoined
+            ));
         }
     }
 
@@ -147,6 +162,62 @@ impl Trace {
     /// The text of `event`'s label.
     pub fn label_of(&self, event: &Event) -> &str {
         self.labels.get(event.label as usize).map_or("", String::as_str)
+    }
+}
+
+/// Each thread's push/pop ranges, to find the innermost one open at an instant. Process
+/// (start/stop) ranges are on no thread's stack and never launch anything.
+struct OpenRanges {
+    /// Per thread, ranges sorted by (start, depth), each with its enclosing range's position.
+    by_thread: std::collections::HashMap<u64, Vec<OpenRange>>,
+}
+
+struct OpenRange {
+    start_ns: u64,
+    end_ns: u64,
+    event: usize,
+    parent: Option<usize>,
+}
+
+impl OpenRanges {
+    fn new(events: &[Event]) -> OpenRanges {
+        let mut by_thread: std::collections::HashMap<u64, Vec<(u64, u16, usize)>> = std::collections::HashMap::new();
+        for (i, e) in events.iter().enumerate().filter(|(_, e)| e.kind == EventKind::Range) {
+            by_thread.entry(e.tid).or_default().push((e.start_ns, e.depth, i));
+        }
+        let by_thread = by_thread
+            .into_iter()
+            .map(|(tid, mut v)| {
+                // An enclosing range starts no later and, at the same ns, is shallower.
+                v.sort_unstable();
+                let mut ranges: Vec<OpenRange> = Vec::with_capacity(v.len());
+                let mut stack: Vec<usize> = Vec::new();
+                for (start_ns, _, event) in v {
+                    // Ranges of one thread nest (one stack); [start, end) intervals.
+                    while stack.last().is_some_and(|&p| ranges[p].end_ns <= start_ns) {
+                        stack.pop();
+                    }
+                    let end_ns = events[event].end_ns;
+                    ranges.push(OpenRange { start_ns, end_ns, event, parent: stack.last().copied() });
+                    stack.push(ranges.len() - 1);
+                }
+                (tid, ranges)
+            })
+            .collect();
+        OpenRanges { by_thread }
+    }
+
+    /// The event index of the innermost range of `tid` with `start <= instant < end`.
+    fn innermost(&self, tid: u64, instant: u64) -> Option<usize> {
+        let ranges = self.by_thread.get(&tid)?;
+        let mut at = ranges.partition_point(|r| r.start_ns <= instant).checked_sub(1)?;
+        loop {
+            let r = &ranges[at];
+            if instant < r.end_ns {
+                return Some(r.event);
+            }
+            at = r.parent?;
+        }
     }
 }
 
@@ -190,5 +261,104 @@ mod tests {
         assert_eq!(t.events, snapshot.events);
         assert_eq!(t.label_of(&t.events[0]), "tick");
         assert_eq!(t.warnings.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod join_tests {
+    use super::*;
+    use roctx_kernels::{Dispatch, KernelSnapshot};
+
+    fn range(t: &mut Trace, tid: u64, start_ns: u64, end_ns: u64, depth: u16, label: &str) -> usize {
+        let label = t.label(label);
+        t.events.push(Event { kind: EventKind::Range, tid, end_tid: tid, start_ns, end_ns, label, depth, seq: 0 });
+        t.events.len() - 1
+    }
+
+    fn kernel(tid: u64, launch_ns: u64, start_ns: u64) -> Dispatch {
+        Dispatch {
+            start_ns,
+            end_ns: start_ns + 100,
+            kernel_id: 1,
+            invocation: 0,
+            range: 0,
+            thread_id: tid,
+            launch_ns,
+            agent_id: 1,
+            queue_id: 1,
+            dispatch_id: start_ns,
+            correlation_id: start_ns,
+            workgroup: [1, 1, 1],
+            grid: [1, 1, 1],
+        }
+    }
+
+    fn launched_by(t: &mut Trace, kernels: Vec<Dispatch>) -> Vec<Option<String>> {
+        t.kernels.clear();
+        t.add_kernels(&KernelSnapshot { dispatches: kernels, ..KernelSnapshot::default() });
+        t.kernels.iter().map(|k| k.launched_by.map(|i| t.label_of(&t.events[i]).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_kernel_belongs_to_the_innermost_range_open_at_its_launch_instant() {
+        let mut t = Trace::new("h", 0, 1_000_000);
+        range(&mut t, 7, 1000, 9000, 0, "step");
+        range(&mut t, 7, 2000, 3000, 1, "fusion.1");
+        range(&mut t, 7, 2000, 2500, 2, "inner"); // pushed at the same ns as its parent
+        range(&mut t, 7, 3000, 4000, 1, "fusion.2"); // pushed at the ns its sibling popped
+        range(&mut t, 8, 0, 1_000_000, 0, "other thread");
+        let process = t.label("process range");
+        t.events.push(Event { kind: EventKind::ProcessRange, tid: 7, end_tid: 9, start_ns: 0, end_ns: 1_000_000, label: process, depth: 0, seq: 0 });
+        let got = launched_by(
+            &mut t,
+            vec![
+                kernel(7, 999, 10),        // before the outermost push
+                kernel(7, 1000, 20),       // at the push: inside
+                kernel(7, 2000, 30),       // at two pushes of one ns: the inner one
+                kernel(7, 2500, 40),       // at inner's pop: its parent
+                kernel(7, 3000, 50),       // at a pop and a push of one ns: the pushed one
+                kernel(7, 3999, 60_000),   // ran long after fusion.2 closed: by launch, not by run
+                kernel(7, 9000, 70),       // at the outermost pop: none (the process range is no stack)
+                kernel(9, 5000, 80),       // a thread with no ranges
+                kernel(8, 5000, 90),       // its own thread's range
+                kernel(7, 0, 100),         // no launch known: none
+            ],
+        );
+        let s = |x: &str| Some(x.to_owned());
+        assert_eq!(got, [None, s("step"), s("inner"), s("fusion.1"), s("fusion.2"), s("fusion.2"), None, None, s("other thread"), None]);
+    }
+
+    /// The ranges' stamps are converted from the capture clock (TSC) and carry its error; the
+    /// launch's are the vendor's `CLOCK_BOOTTIME`. With an injected error of up to `e` ns on every
+    /// range stamp, each kernel keeps its range while half its launch call (plus the gap to the
+    /// push or pop) exceeds `e`, and can flip once the error reaches it.
+    #[test]
+    fn the_join_tolerates_clock_error_below_half_a_launch_call() {
+        const E: u64 = 64; // the measured read window of the TSC calibration (BENCHMARKS.md)
+        let call = 2 * E + 2; // the shortest launch call for which the bound holds
+        let mut truth = Vec::new();
+        let mut kernels = Vec::new();
+        let mut t = Trace::new("h", 0, u64::MAX / 2);
+        let mut now = 10_000u64;
+        for i in 0..1000u64 {
+            // Injected error, deterministic, in [-E, E], on each push and pop.
+            let err = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % (2 * E + 1);
+            let (push, pop) = (now, now + 3 * call);
+            let (seen_push, seen_pop) = (push + err(2 * i) - E, pop + err(2 * i + 1) - E);
+            let label = format!("r{i}");
+            range(&mut t, 7, seen_push, seen_pop, 0, &label);
+            // Launch calls right after the push and right before the pop (no gap at all).
+            kernels.push(kernel(7, push + call / 2, now));
+            kernels.push(kernel(7, pop - call / 2, now + 1));
+            truth.push(Some(label.clone()));
+            truth.push(Some(label));
+            now = pop + 1; // the next push follows the pop at once
+        }
+        assert_eq!(launched_by(&mut t, kernels), truth, "within the bound every kernel keeps its range");
+
+        // Past the bound: a push seen E ns late misses a call of 2E - 2 ns made right after it.
+        let mut t = Trace::new("h", 0, 1_000_000);
+        range(&mut t, 7, 1000 + E, 5000, 0, "late");
+        assert_eq!(launched_by(&mut t, vec![kernel(7, 1000 + E - 1, 1)]), [None]);
     }
 }

@@ -48,6 +48,32 @@ fn ingest(c: &mut Criterion) {
     let s = roctx_kernels::snapshot().stats;
     assert_eq!((s.dropped_cap, s.before_reset, s.rejected_records), (0, 0, 0), "every record kept: {s:?}");
 
+    // Issue 21: the same records attributed by the launch join (their launch call records
+    // delivered with them, each looked up in its thread's op log). Timed: both calls.
+    // Each batch is made just before it is delivered (untimed), as its ops ran just before.
+    let mut capture = Capture::default();
+    let mut delivered = 0usize;
+    group.bench_function("ingest_joined", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                if delivered % GENERATION == 0 {
+                    roctx_kernels::reset();
+                }
+                delivered += 1;
+                let (launches, batch) = capture.joined(BATCH);
+                let t = Instant::now();
+                roctx_kernels::record_launches(launches);
+                roctx_kernels::record_dispatch(batch);
+                timed += t.elapsed();
+            }
+            timed
+        })
+    });
+    let s = roctx_kernels::snapshot();
+    assert_eq!((s.stats.unjoined, s.stats.before_reset), (0, 0), "every record joined: {:?}", s.stats);
+    assert!(s.dispatches.iter().filter(|d| d.invocation != 0).count() > s.dispatches.len() * 8 / 10, "kernels found their ops");
+
     group.throughput(Throughput::Elements(1));
     let ops: Vec<_> = (0..16).map(common::op).collect();
     group.bench_function("begin_invocation", |b| {

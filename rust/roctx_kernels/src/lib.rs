@@ -6,15 +6,20 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 
 # Brief overview
 
-- [`attribution`]: the external-correlation value a launching thread carries. Its low 32 bits
-  are the op **invocation** (from 1; 0 is the sentinel "no op", exactly llama.cpp's ids when no
-  ROCTX range is open), its high 32 bits the innermost ROCTX **range** open at launch.
+- [`join`]: how a kernel finds the op scope open on its launching thread: the source's launch
+  call records ([`record_launches`]) give thread and instant, each thread's op log
+  ([`scope_changed`]) the op; no vendor call per range or op. The range half is the exporter's.
+- [`attribution`]: the external-correlation value a launching thread carries where the join
+  cannot work (rocprofiler-sdk refused HIP API tracing). Its low 32 bits are the op
+  **invocation** (from 1; 0 is the sentinel "no op", exactly llama.cpp's ids when no ROCTX range
+  is open), its high 32 bits the innermost ROCTX **range** open at launch.
 - [`OpDescriptor`]: what an op scope says about its op (name, types, shapes, bytes, M/N/K, the
   fused nodes); stored once per distinct geometry.
 - [`begin_invocation`], [`fuse_invocation`], [`set_experts_used`]: op scopes.
 - [`register_kernel_symbol`]: kernel id -> demangled name (`cpp_demangle`; a ` [clone .kd]`
   suffix is kept, as the llama.cpp report shows it).
-- [`record_dispatch`], [`count_rejected`], [`count_sdk_dropped`]: what the SDK delivers.
+- [`record_dispatch`], [`record_launches`], [`settle`], [`count_rejected`],
+  [`count_sdk_dropped`]: what the sources deliver.
 - [`reset`] (llama.cpp's warm-up reset), [`snapshot`], [`KernelStats`].
 
 # Rules
@@ -27,13 +32,16 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - [`reset`] discards dispatches, invocations and geometries, but keeps the kernel names (code
   objects are not loaded again) and the invocation counter (a late warm-up record can never
   collide with a later invocation).
-- Not on a per-range hot path: op scopes take one mutex per op, dispatches arrive in batches on
-  the SDK's thread.
+- Not on a per-range hot path: op scopes take the mutex twice per op (begin, log), dispatches
+  and launches arrive in batches on the source's thread.
+- Bounded: the join keeps a fixed launch window, a capped wait list and capped op logs; what
+  cannot be joined is kept unattributed and counted ([`KernelStats::unjoined`]).
 */
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod attribution;
+pub mod join;
 mod names;
 mod ops;
 mod store;
@@ -41,10 +49,11 @@ mod store;
 pub use names::demangle;
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
-    begin_invocation, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, stats, fuse_invocation, invocations_started,
-    kernel_name, record_dispatch, register_kernel_symbol, reset, set_device, set_expert_routing, set_experts_used, snapshot, Dispatch, Invocation,
-    KernelSnapshot, KernelStats, RawDispatch, MAX_DISPATCHES, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
+    begin_invocation, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started, kernel_name,
+    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, snapshot,
+    stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, MAX_DISPATCHES, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
 };
+pub use join::Launch;
 
 #[cfg(test)]
 mod tests;

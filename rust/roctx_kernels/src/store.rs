@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::attribution;
+use crate::join::{Launch, Launches, ScopeLogs, MAX_WAITING};
 use crate::names::demangle_all;
 use crate::ops::{Geometry, OpDescriptor};
 
@@ -27,10 +28,14 @@ pub struct Dispatch {
     pub kernel_id: u64,
     /// The op invocation that launched it (0: none).
     pub invocation: u32,
-    /// The innermost ROCTX range instance open on the launching thread (0: none).
+    /// The innermost ROCTX range instance open on the launching thread, when the source carried
+    /// it in the external-correlation value (0: none, or attributed by [`Dispatch::launch_ns`]).
     pub range: u32,
     /// The launching thread.
     pub thread_id: u64,
+    /// The instant of the launch call ([`Launch::instant`], `CLOCK_BOOTTIME` ns), from which an
+    /// exporter finds the range open on [`Dispatch::thread_id`] at launch; 0 when unknown.
+    pub launch_ns: u64,
     /// The GPU (agent handle).
     pub agent_id: u64,
     /// The queue (stream) it ran on.
@@ -78,6 +83,10 @@ pub struct KernelStats {
     pub invocations_exhausted: u64,
     /// Kernel symbols not kept over [`MAX_KERNEL_NAMES`].
     pub names_over_cap: u64,
+    /// Dispatches whose launch could not be joined ([`crate::join`]): its record never came or
+    /// left the window, or its thread's op log no longer reached back to it. Kept, with no op
+    /// (and, with no launch record, no range).
+    pub unjoined: u64,
 }
 
 /// Everything captured since the last [`reset`], for exporters and the roofline report.
@@ -124,6 +133,10 @@ struct State {
     stats: KernelStats,
     /// Invocations up to this id were begun before the last reset.
     reset_floor: u64,
+    launches: Launches,
+    /// Dispatches whose launch has not arrived yet, oldest first.
+    waiting: std::collections::VecDeque<RawDispatch>,
+    scopes: ScopeLogs,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -257,37 +270,48 @@ fn demangle_pending() {
     });
 }
 
-/// One delivered batch of dispatches: `(start_ns, end_ns, kernel_id, external correlation,
-/// thread, agent, queue, dispatch id, internal correlation)` each.
+/// One delivered batch of dispatches. A dispatch with `by_launch` is attributed through its
+/// launch ([`record_launches`]) and its thread's op scopes ([`scope_changed`]), or waits for its
+/// launch; one without carries its attribution in `external` ([`attribution`]).
 pub fn record_dispatch<I: IntoIterator<Item = RawDispatch>>(batch: I) {
     with(|s| {
         for d in batch {
-            let (invocation, range) = attribution::decode(d.external);
-            if invocation != 0 && u64::from(invocation) <= s.reset_floor {
-                s.stats.before_reset += 1;
-                continue;
+            s.dispatch(d);
+        }
+        s.scopes.prune();
+    });
+}
+
+/// One delivered batch of launch calls (API records). Dispatches that were waiting for one of
+/// them are attributed now.
+pub fn record_launches<I: IntoIterator<Item = Launch>>(batch: I) {
+    with(|s| {
+        for l in batch {
+            s.launches.insert(&l);
+        }
+        if !s.waiting.is_empty() {
+            for d in std::mem::take(&mut s.waiting) {
+                s.dispatch(d);
             }
-            if s.dispatches.len() >= MAX_DISPATCHES {
-                s.stats.dropped_cap += 1;
-                continue;
-            }
-            s.stats.dispatches += 1;
-            s.dispatches.push(Dispatch {
-                start_ns: d.start_ns,
-                end_ns: d.end_ns,
-                kernel_id: d.kernel_id,
-                invocation,
-                range,
-                thread_id: d.thread_id,
-                agent_id: d.agent_id,
-                queue_id: d.queue_id,
-                dispatch_id: d.dispatch_id,
-                correlation_id: d.correlation_id,
-                workgroup: d.workgroup,
-                grid: d.grid,
-            });
         }
     });
+}
+
+/// The source has delivered everything it held (after a flush): dispatches still waiting for
+/// a launch will not get one, and are kept unattributed ([`KernelStats::unjoined`]).
+pub fn settle() {
+    with(|s| {
+        while let Some(d) = s.waiting.pop_front() {
+            s.keep_unjoined(d);
+        }
+    });
+}
+
+/// `thread` (an OS thread id) entered op scope `invocation` (0: left every scope) at `at_ns`
+/// (`CLOCK_BOOTTIME`, the clock of the sources' launch records). Called by the thread itself,
+/// so its changes arrive in order.
+pub fn scope_changed(thread: u64, at_ns: u64, invocation: u32) {
+    with(|s| s.scopes.changed(thread, at_ns, invocation));
 }
 
 /// A dispatch as a source delivers it, before attribution.
@@ -299,8 +323,12 @@ pub struct RawDispatch {
     pub end_ns: u64,
     /// The kernel.
     pub kernel_id: u64,
-    /// The launching thread's external correlation value ([`attribution`]).
+    /// The launching thread's external correlation value ([`attribution`]), when not
+    /// `by_launch`.
     pub external: u64,
+    /// Attributed by joining with the launch call of `correlation_id` ([`record_launches`])
+    /// instead of by `external`.
+    pub by_launch: bool,
     /// The launching thread.
     pub thread_id: u64,
     /// The GPU.
@@ -309,7 +337,7 @@ pub struct RawDispatch {
     pub queue_id: u64,
     /// The SDK's dispatch counter.
     pub dispatch_id: u64,
-    /// The SDK's internal correlation id.
+    /// The source's correlation id of the launching call.
     pub correlation_id: u64,
     /// Work-items per work-group.
     pub workgroup: [u32; 3],
@@ -348,6 +376,16 @@ pub fn reset() {
     });
 }
 
+/// Forgets the join's state too (tests run in one process; [`reset`] keeps it on purpose).
+#[cfg(test)]
+pub(crate) fn forget_launches() {
+    with(|s| {
+        s.launches.clear();
+        s.waiting.clear();
+        s.scopes.clear();
+    });
+}
+
 /// The counters since the last reset (cheap: no copy of the dispatches).
 pub fn stats() -> KernelStats {
     with(|s| s.stats)
@@ -380,6 +418,63 @@ pub fn snapshot() -> KernelSnapshot {
 }
 
 impl State {
+    fn dispatch(&mut self, d: RawDispatch) {
+        if !d.by_launch {
+            let (invocation, range) = attribution::decode(d.external);
+            self.keep(&d, d.thread_id, 0, invocation, range);
+            return;
+        }
+        match self.launches.get(d.correlation_id) {
+            Some((thread, instant)) => {
+                let invocation = self.scopes.at(thread, instant).unwrap_or_else(|| {
+                    self.stats.unjoined += 1;
+                    0
+                });
+                self.keep(&d, thread, instant, invocation, 0);
+            }
+            None => {
+                if self.waiting.len() >= MAX_WAITING {
+                    if let Some(oldest) = self.waiting.pop_front() {
+                        self.keep_unjoined(oldest);
+                    }
+                }
+                self.waiting.push_back(d);
+            }
+        }
+    }
+
+    fn keep_unjoined(&mut self, d: RawDispatch) {
+        self.stats.unjoined += 1;
+        self.keep(&d, d.thread_id, 0, 0, 0);
+    }
+
+    fn keep(&mut self, d: &RawDispatch, thread_id: u64, launch_ns: u64, invocation: u32, range: u32) {
+        if invocation != 0 && u64::from(invocation) <= self.reset_floor {
+            self.stats.before_reset += 1;
+            return;
+        }
+        if self.dispatches.len() >= MAX_DISPATCHES {
+            self.stats.dropped_cap += 1;
+            return;
+        }
+        self.stats.dispatches += 1;
+        self.dispatches.push(Dispatch {
+            start_ns: d.start_ns,
+            end_ns: d.end_ns,
+            kernel_id: d.kernel_id,
+            invocation,
+            range,
+            thread_id,
+            launch_ns,
+            agent_id: d.agent_id,
+            queue_id: d.queue_id,
+            dispatch_id: d.dispatch_id,
+            correlation_id: d.correlation_id,
+            workgroup: d.workgroup,
+            grid: d.grid,
+        });
+    }
+
     fn geometry(&mut self, op: OpDescriptor) -> Option<Geometry> {
         let (op, cut) = op.bounded();
         if cut {
@@ -425,6 +520,10 @@ pub fn fork_child() {
                 s.invocations.clear();
                 s.tokens_per_expert.clear();
                 s.stats = KernelStats::default();
+                // The parent's launches, waiting kernels and threads' scopes are the parent's.
+                s.launches.clear();
+                s.waiting.clear();
+                s.scopes.clear();
             }
         }
     });

@@ -1,12 +1,14 @@
 use std::sync::Mutex;
 
 use super::*;
+use crate::join::Launch;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     let g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     reset();
+    crate::store::forget_launches();
     g
 }
 
@@ -136,4 +138,97 @@ fn experts_used_is_kept_per_invocation() {
     assert_eq!(s.tokens_per_expert.len(), 1);
     reset();
     assert!(snapshot().tokens_per_expert.is_empty());
+}
+
+// ---- the launch join (join.rs) ----
+
+fn joined(start: u64, kernel: u64, correlation: u64) -> RawDispatch {
+    RawDispatch { start_ns: start, end_ns: start + 10, kernel_id: kernel, by_launch: true, correlation_id: correlation, thread_id: 0, ..Default::default() }
+}
+
+fn launch(correlation: u64, thread: u64, start: u64, end: u64) -> Launch {
+    Launch { correlation_id: correlation, thread_id: thread, start_ns: start, end_ns: end }
+}
+
+#[test]
+fn a_kernel_gets_the_op_open_on_its_thread_at_the_middle_of_its_launch_call() {
+    let _g = serial();
+    let a = begin_invocation(op("MUL_MAT", 8));
+    let b = begin_invocation(op("ADD", 8));
+    // Thread 7: op a over [1000, 2000), nothing until 3000, then b. Thread 8: b from 0.
+    scope_changed(7, 1000, a);
+    scope_changed(7, 2000, 0);
+    scope_changed(7, 3000, b);
+    scope_changed(8, 0, b);
+    record_launches([
+        launch(1, 7, 1000, 1400), // starts at the begin: inside
+        launch(2, 7, 1600, 2000), // ends at the end: inside (its middle is 1800)
+        launch(3, 7, 2000, 2400), // starts at the end: outside
+        launch(4, 7, 2600, 3000), // ends at the next begin: outside
+        launch(5, 7, 2999, 3001), // straddles the begin: its middle (3000) is the begin's stamp
+        launch(6, 8, 1500, 1600), // another thread at the same time: its own op
+    ]);
+    record_dispatch((1..=6).map(|c| joined(10 * c, 1, c)));
+    let got: Vec<_> = snapshot().dispatches.iter().map(|d| (d.correlation_id, d.thread_id, d.invocation, d.launch_ns)).collect();
+    assert_eq!(got, [(1, 7, a, 1200), (2, 7, a, 1800), (3, 7, 0, 2200), (4, 7, 0, 2800), (5, 7, b, 3000), (6, 8, b, 1550)]);
+    assert_eq!(stats().unjoined, 0);
+}
+
+#[test]
+fn a_kernel_that_arrives_before_its_launch_waits_for_it_and_settle_ends_the_wait() {
+    let _g = serial();
+    let a = begin_invocation(op("MUL_MAT", 8));
+    scope_changed(3, 100, a);
+    scope_changed(3, 900, 0);
+    record_dispatch([joined(5000, 1, 41), joined(5100, 1, 42)]); // the short kernels ended first
+    assert_eq!(stats().dispatches, 0, "waiting, not lost and not guessed");
+    record_launches([launch(41, 3, 200, 300)]);
+    let s = snapshot();
+    assert_eq!(s.dispatches.len(), 1);
+    assert_eq!((s.dispatches[0].correlation_id, s.dispatches[0].invocation), (41, a));
+    settle(); // the flush is over: 42's launch record will not come (an HSA-direct enqueue)
+    let s = snapshot();
+    assert_eq!(s.dispatches.len(), 2, "kept");
+    assert_eq!((s.dispatches[1].invocation, s.dispatches[1].launch_ns), (0, 0));
+    assert_eq!(s.stats.unjoined, 1, "and counted");
+}
+
+#[test]
+fn every_kernel_of_one_launch_call_is_joined_to_it() {
+    let _g = serial();
+    let a = begin_invocation(op("ADD", 8));
+    scope_changed(9, 0, a);
+    record_launches([launch(77, 9, 10, 20)]); // a graph launch, or a copy split in blits
+    record_dispatch([joined(100, 1, 77), joined(200, 2, 77), joined(300, 3, 77)]);
+    let s = snapshot();
+    assert!(s.dispatches.iter().all(|d| d.invocation == a && d.thread_id == 9), "{:?}", s.dispatches);
+    assert_eq!(s.dispatches.len(), 3);
+}
+
+#[test]
+fn the_join_keeps_the_reset_rule_and_the_external_path_still_works() {
+    let _g = serial();
+    let warm = begin_invocation(op("ADD", 8));
+    scope_changed(4, 10, warm);
+    record_launches([launch(1, 4, 20, 30)]);
+    reset(); // the warm-up kernel arrives after the reset
+    record_dispatch([joined(1000, 1, 1)]);
+    assert_eq!(stats().before_reset, 1);
+    let real = begin_invocation(op("ADD", 8));
+    scope_changed(4, 40, real);
+    record_launches([launch(2, 4, 50, 60)]);
+    record_dispatch([joined(2000, 1, 2), dispatch(3000, 3010, 1, real, 5)]);
+    let s = snapshot();
+    let got: Vec<_> = s.dispatches.iter().map(|d| (d.invocation, d.range, d.launch_ns)).collect();
+    assert_eq!(got, [(real, 0, 55), (real, 5, 0)], "joined, then carried by its external value");
+}
+
+#[test]
+fn waiting_is_bounded_and_what_is_pushed_out_is_counted() {
+    let _g = serial();
+    record_dispatch((0..join::MAX_WAITING as u64 + 5).map(|c| joined(c, 1, c + 1)));
+    let s = stats();
+    assert_eq!((s.dispatches, s.unjoined), (5, 5), "the five oldest kept with no attribution");
+    settle();
+    assert_eq!(stats().unjoined, join::MAX_WAITING as u64 + 5);
 }

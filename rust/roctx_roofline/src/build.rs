@@ -96,7 +96,7 @@ mod tests {
     use super::*;
 
     fn dispatch(start: u64, end: u64, kernel: u64, invocation: u32) -> Dispatch {
-        Dispatch { start_ns: start, end_ns: end, kernel_id: kernel, invocation, range: 0, thread_id: 1, agent_id: 1, queue_id: 1, dispatch_id: start, correlation_id: 0, workgroup: [256, 1, 1], grid: [65536, 1, 1] }
+        Dispatch { start_ns: start, end_ns: end, kernel_id: kernel, invocation, range: 0, thread_id: 1, launch_ns: 0, agent_id: 1, queue_id: 1, dispatch_id: start, correlation_id: 0, workgroup: [256, 1, 1], grid: [65536, 1, 1] }
     }
 
     /// The PR #33 example (roofline.md 5.3): decode down-projection MUL_MAT fused with its ADD.

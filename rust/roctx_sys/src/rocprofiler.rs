@@ -313,6 +313,8 @@ pub const PHASE_LOAD: i32 = 1;
 /// `rocprofiler_buffer_tracing_kind_t` KERNEL_DISPATCH (11 in every version; kinds from 12 on
 /// are renumbered by version, 4.2).
 pub const BUFFER_KIND_KERNEL_DISPATCH: i32 = 11;
+/// `ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API` (4.2; the same in every version).
+pub const BUFFER_KIND_HIP_RUNTIME_API: i32 = 5;
 /// `rocprofiler_buffer_category_t` TRACING (4.5).
 pub const BUFFER_CATEGORY_TRACING: u32 = 1;
 /// `rocprofiler_buffer_policy_t` LOSSLESS (3.6).
@@ -475,6 +477,99 @@ pub unsafe fn kernel_dispatch(header: *const RecordHeader) -> Result<KernelDispa
     })
 }
 
+/// `rocprofiler_buffer_tracing_hip_api_record_t` of 6.x (56 bytes): the correlation id is 16
+/// bytes there (5.1).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HipApiRecordV6 {
+    pub size: u64,
+    pub kind: i32,
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub thread_id: u64,
+}
+const _: () = {
+    assert!(std::mem::size_of::<HipApiRecordV6>() == 56);
+    assert!(std::mem::offset_of!(HipApiRecordV6, operation) == 12);
+    assert!(std::mem::offset_of!(HipApiRecordV6, correlation_internal) == 16);
+    assert!(std::mem::offset_of!(HipApiRecordV6, start_timestamp) == 32);
+    assert!(std::mem::offset_of!(HipApiRecordV6, end_timestamp) == 40);
+    assert!(std::mem::offset_of!(HipApiRecordV6, thread_id) == 48);
+};
+
+/// The 7.x record (64 bytes): the correlation id gained `ancestor` (24 bytes, 5.1).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HipApiRecordV7 {
+    pub size: u64,
+    pub kind: i32,
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub correlation_ancestor: u64,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub thread_id: u64,
+}
+const _: () = {
+    assert!(std::mem::size_of::<HipApiRecordV7>() == 64);
+    assert!(std::mem::offset_of!(HipApiRecordV7, correlation_internal) == 16);
+    assert!(std::mem::offset_of!(HipApiRecordV7, start_timestamp) == 40);
+    assert!(std::mem::offset_of!(HipApiRecordV7, end_timestamp) == 48);
+    assert!(std::mem::offset_of!(HipApiRecordV7, thread_id) == 56);
+};
+
+/// A HIP runtime API call, as its buffer record gives it (timestamps `CLOCK_BOOTTIME` ns, 3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HipApiCall {
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub thread_id: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Reads one buffer record as a HIP runtime API call in `layout`, checking category, kind,
+/// `size` (at least the layout's record) and the time order; never reads past `size`.
+///
+/// # Safety
+/// As [`kernel_dispatch`].
+pub unsafe fn hip_api_call(header: *const RecordHeader, layout: Layout) -> Result<HipApiCall, DispatchError> {
+    if header.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: non-null and valid for the call (contract).
+    let h = unsafe { std::ptr::read_unaligned(header) };
+    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_HIP_RUNTIME_API as u32 {
+        return Err(DispatchError::OtherKind);
+    }
+    if h.payload.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: every buffer record starts with its u64 size (5.7).
+    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    let call = match layout {
+        Layout::V6 if size >= std::mem::size_of::<HipApiRecordV6>() as u64 => {
+            // SAFETY: the payload is readable for `size` bytes, at least the record's.
+            let r = unsafe { std::ptr::read_unaligned(h.payload.cast::<HipApiRecordV6>()) };
+            HipApiCall { operation: r.operation, correlation_internal: r.correlation_internal, thread_id: r.thread_id, start_ns: r.start_timestamp, end_ns: r.end_timestamp }
+        }
+        Layout::V7 if size >= std::mem::size_of::<HipApiRecordV7>() as u64 => {
+            // SAFETY: as above.
+            let r = unsafe { std::ptr::read_unaligned(h.payload.cast::<HipApiRecordV7>()) };
+            HipApiCall { operation: r.operation, correlation_internal: r.correlation_internal, thread_id: r.thread_id, start_ns: r.start_timestamp, end_ns: r.end_timestamp }
+        }
+        _ => return Err(DispatchError::Malformed),
+    };
+    if call.end_ns < call.start_ns {
+        return Err(DispatchError::Malformed);
+    }
+    Ok(call)
+}
+
 /// A device kernel symbol registered by a CODE_OBJECT callback (5.6): 72 bytes up to ROCm 6.3,
 /// 88 from 6.4; the fields read here never moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -513,6 +608,42 @@ pub struct KernelApi {
     pub get_thread_id: unsafe extern "C" fn(*mut u64) -> Status,
     pub push_external_correlation_id: unsafe extern "C" fn(u64, u64, u64) -> Status,
     pub pop_external_correlation_id: unsafe extern "C" fn(u64, u64, *mut u64) -> Status,
+    /// `rocprofiler_iterate_buffer_tracing_kind_operations` (3.6); optional.
+    pub iterate_operations: Option<unsafe extern "C" fn(c_int, OperationCallback, *mut c_void) -> Status>,
+    /// `rocprofiler_query_buffer_tracing_kind_operation_name` (3.6); optional.
+    pub operation_name: Option<unsafe extern "C" fn(c_int, i32, *mut *const c_char, *mut u64) -> Status>,
+}
+
+/// The callback of `rocprofiler_iterate_buffer_tracing_kind_operations`: 0 continues.
+pub type OperationCallback = unsafe extern "C" fn(kind: c_int, operation: i32, data: *mut c_void) -> c_int;
+
+impl KernelApi {
+    /// The operations of buffer-tracing `kind` whose names `keep` accepts; `None` when the SDK
+    /// cannot list or name them (then the caller traces every operation).
+    pub fn operations_named(&self, kind: c_int, keep: impl Fn(&str) -> bool) -> Option<Vec<i32>> {
+        unsafe extern "C" fn collect(_kind: c_int, operation: i32, data: *mut c_void) -> c_int {
+            // SAFETY: `data` is the Vec passed below, alive for the iteration.
+            let ops = unsafe { &mut *data.cast::<Vec<i32>>() };
+            if ops.len() < 1 << 16 {
+                ops.push(operation);
+            }
+            0
+        }
+        let (iterate, name) = (self.iterate_operations?, self.operation_name?);
+        let mut all: Vec<i32> = Vec::new();
+        // SAFETY: a callback of the iteration's signature and a Vec that outlives the call.
+        if unsafe { iterate(kind, collect, (&mut all as *mut Vec<i32>).cast()) } != 0 {
+            return None;
+        }
+        let named = |op: i32| {
+            let mut text: *const c_char = std::ptr::null();
+            // SAFETY: valid out-pointers; the SDK returns a static string (3.5, 3.6).
+            let ok = unsafe { name(kind, op, &mut text, std::ptr::null_mut()) } == 0 && !text.is_null();
+            // SAFETY: a non-null static C string from the SDK.
+            ok.then(|| unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy().into_owned())
+        };
+        Some(all.into_iter().filter(|&op| named(op).is_some_and(|n| keep(&n))).collect())
+    }
 }
 
 impl SdkApi {
@@ -534,6 +665,10 @@ impl SdkApi {
             get_thread_id: bind!("rocprofiler_get_thread_id"),
             push_external_correlation_id: bind!("rocprofiler_push_external_correlation_id"),
             pop_external_correlation_id: bind!("rocprofiler_pop_external_correlation_id"),
+            // SAFETY: the C signatures of those SDK functions (3.6).
+            iterate_operations: unsafe { library.get(b"rocprofiler_iterate_buffer_tracing_kind_operations\0") }.ok().map(|s| *s),
+            // SAFETY: as above.
+            operation_name: unsafe { library.get(b"rocprofiler_query_buffer_tracing_kind_operation_name\0") }.ok().map(|s| *s),
         })
     }
 }

@@ -8,7 +8,7 @@
 //! 0), two launching threads on their own queues, 48 kernels with mangled names.
 #![allow(dead_code)] // each bench uses its own part
 
-use roctx_kernels::{attribution, begin_invocation, register_kernel_symbol, OpDescriptor, RawDispatch};
+use roctx_kernels::{attribution, begin_invocation, register_kernel_symbol, scope_changed, Launch, OpDescriptor, RawDispatch};
 
 /// Records per delivered batch: the listener's 4 MiB watermark over 184-byte records.
 pub const BATCH: usize = (4 << 20) / 184;
@@ -53,6 +53,8 @@ pub fn op(g: usize) -> OpDescriptor {
 pub struct Capture {
     ops: u64,
     clock_ns: u64,
+    host_ns: u64,
+    correlation: u64,
 }
 
 impl Capture {
@@ -77,6 +79,45 @@ impl Capture {
         out
     }
 
+    /// As [`Capture::dispatches`], attributed the way both sources now are: each op scope logs
+    /// its change on its thread ([`scope_changed`], untimed here, as the op's own caller pays
+    /// it), each kernel has a launch call record, and the records of a batch come as the
+    /// listener hands them over (launches, then kernels). Returns `(launches, kernels)`.
+    pub fn joined(&mut self, n: usize) -> (Vec<Launch>, Vec<RawDispatch>) {
+        let mut launches = Vec::with_capacity(n + 4);
+        let mut out = Vec::with_capacity(n + 4);
+        while out.len() < n {
+            let i = self.ops;
+            self.ops += 1;
+            let invocation = begin_invocation(op((i % 16) as usize));
+            let thread = 1000 + (i % 2);
+            self.host_ns += 1_000;
+            scope_changed(thread, self.host_ns, invocation);
+            for k in 0..=(i % 3) {
+                let kernel = (i * 3 + k) % KERNELS + 1;
+                out.push(self.launched(&mut launches, kernel, thread));
+            }
+            if i % 10 == 9 {
+                self.host_ns += 1_000;
+                scope_changed(thread, self.host_ns, 0);
+                out.push(self.launched(&mut launches, i % KERNELS + 1, thread));
+            }
+        }
+        out.truncate(n);
+        (launches, out)
+    }
+
+    fn launched(&mut self, launches: &mut Vec<Launch>, kernel_id: u64, thread_id: u64) -> RawDispatch {
+        self.correlation += 1;
+        self.host_ns += 100;
+        launches.push(Launch { correlation_id: self.correlation, thread_id, start_ns: self.host_ns, end_ns: self.host_ns + 50 });
+        let mut d = self.record(0, kernel_id, thread_id);
+        d.by_launch = true;
+        d.thread_id = 0; // CUPTI's kernel records name no thread: the launch gives it
+        d.correlation_id = self.correlation;
+        d
+    }
+
     fn record(&mut self, external: u64, kernel_id: u64, thread_id: u64) -> RawDispatch {
         let start_ns = self.clock_ns;
         let end_ns = start_ns + 2_000 + (kernel_id * 997) % 48_000;
@@ -86,6 +127,7 @@ impl Capture {
             end_ns,
             kernel_id,
             external,
+            by_launch: false,
             thread_id,
             agent_id: 1,
             queue_id: thread_id - 999,

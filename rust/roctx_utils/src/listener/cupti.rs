@@ -3,41 +3,46 @@
 //! roofline report and op scopes work unchanged.
 //!
 //! - **No subscriber**: only the activity API (a `cuptiSubscribe` would make XLA's own tracer
-//!   fail, C.9). Kinds CONCURRENT_KERNEL, EXTERNAL_CORRELATION, RUNTIME and DRIVER: external
-//!   correlation records are emitted per API record, so both launch paths are needed (C.8).
+//!   fail, C.9). Kinds CONCURRENT_KERNEL, RUNTIME and DRIVER (cudart launches and driver
+//!   launches, C.8).
 //! - **One clock**: a timestamp callback returning `CLOCK_BOOTTIME` ns, registered before any
-//!   kind is enabled, puts kernels on the clock of our ranges.
-//! - **Attribution**: each launching thread keeps one CUSTOM2 entry of ours on CUPTI's external
-//!   correlation stack (Kineto owns CUSTOM0/1), the value
-//!   [`roctx_kernels::attribution::encode`]`(invocation, range)`, replaced at each range or op
-//!   change, as with rocprofiler-sdk. A kernel record is joined to it, and to its launching
-//!   thread, through the `correlationId` of its API record.
+//!   kind is enabled, puts kernels and API calls on the clock of our ranges (if CUPTI refuses
+//!   it, its `CLOCK_REALTIME` stamps are shifted by the offset measured at start-up).
+//! - **Attribution** is a join ([`roctx_kernels::join`]), with no CUPTI call per range or op: a
+//!   kernel record names its launching API record by `correlationId`; that record gives the
+//!   thread and the call's interval. CUPTI's `threadId` is the low 32 bits of `pthread_self()`:
+//!   each annotating thread notes both its ids once ([`note_thread`]), so the join speaks OS
+//!   thread ids, as the ranges and op logs do.
 //! - **Buffers**: 4 MiB, at most [`MAX_BUFFERS`] handed out at once (past that CUPTI drops and
 //!   counts); records read with `cuptiActivityGetNextRecord` on CUPTI's thread; flushed (forced)
 //!   at session stop, at a roofline reset or write, and at exit.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use roctx_config::log;
-use roctx_kernels::RawDispatch;
+use roctx_kernels::{Launch, RawDispatch};
 use roctx_sys::cupti::{self, Activity, Api};
 
 /// Bytes of one activity buffer.
 pub const BUFFER_BYTES: usize = 4 << 20;
 /// Most buffers handed to CUPTI and not yet returned.
 pub const MAX_BUFFERS: usize = 64;
-/// Correlation entries kept for records still to be joined (the newest ids).
-const JOIN_WINDOW: u32 = 1 << 20;
+/// Threads whose ids are kept for the join (a process creating more annotating threads than
+/// this keeps CUPTI's ids for the newest).
+const MAX_THREADS: usize = 1 << 16;
 
 static API: OnceLock<Api> = OnceLock::new();
 /// 0: not set up, 1: tracing, 2: unavailable.
 static STATE: AtomicU8 = AtomicU8::new(0);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
 static DECLINED: AtomicU64 = AtomicU64::new(0);
+/// Subtracted from CUPTI's timestamps: 0 with our timestamp callback, `CLOCK_REALTIME` minus
+/// `CLOCK_BOOTTIME` when CUPTI refused it and kept its default clock (C.7).
+static CLOCK_SHIFT: AtomicI64 = AtomicI64::new(0);
 
 /// Whether CUPTI kernel tracing runs.
 pub fn active() -> bool {
@@ -72,14 +77,19 @@ fn set_up(api: &Api) -> Result<(), String> {
         // SAFETY: a plain function; before any kind is enabled (C.7).
         let r = unsafe { register(timestamp) };
         if r != cupti::SUCCESS {
-            log::warn(format_args!("CUPTI: cuptiActivityRegisterTimestampCallback returned {}; kernel times keep CUPTI's clock", api.result_name(r)));
+            CLOCK_SHIFT.store(realtime_minus_boottime(), Ordering::Release);
+            log::warn(format_args!(
+                "CUPTI: cuptiActivityRegisterTimestampCallback returned {}; its CLOCK_REALTIME stamps are shifted to CLOCK_BOOTTIME",
+                api.result_name(r)
+            ));
         }
+    } else {
+        CLOCK_SHIFT.store(realtime_minus_boottime(), Ordering::Release);
     }
     // SAFETY: our callbacks have CUPTI's signatures and live forever.
     check("cuptiActivityRegisterCallbacks", unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) })?;
     for (kind, name) in [
         (cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
-        (cupti::kind::EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"),
         (cupti::kind::RUNTIME, "RUNTIME"),
         (cupti::kind::DRIVER, "DRIVER"),
     ] {
@@ -93,6 +103,17 @@ unsafe extern "C" fn timestamp() -> u64 {
     roctx_sys::os::boottime_ns()
 }
 
+fn realtime_minus_boottime() -> i64 {
+    let boot = roctx_sys::os::boottime_ns();
+    // CAST: BOOTTIME ns since boot fits i64 for centuries.
+    roctx_sys::os::realtime_ns() - boot as i64
+}
+
+/// A CUPTI timestamp on `CLOCK_BOOTTIME`.
+fn boottime(t: u64) -> u64 {
+    t.saturating_add_signed(-CLOCK_SHIFT.load(Ordering::Relaxed))
+}
+
 /// Delivers every record CUPTI holds now, the kernels still running included (as untimed).
 pub fn flush() {
     let (Some(api), true) = (API.get(), active()) else { return };
@@ -101,8 +122,11 @@ pub fn flush() {
     if r != cupti::SUCCESS {
         log::warn(format_args!("cuptiActivityFlushAll returned {}; records still in CUPTI are not in this trace", api.result_name(r)));
     }
-    let (kernels, external, thread) = join_counts();
-    log::info(format_args!("CUPTI: {kernels} kernels so far, {external} with a range or op of ours, {thread} with their launching thread"));
+    // Everything delivered: a kernel still waiting for its API record has none.
+    roctx_kernels::settle();
+    let (kernels, launches) = (SEEN[0].load(Ordering::Relaxed), SEEN[1].load(Ordering::Relaxed));
+    let unjoined = roctx_kernels::stats().unjoined;
+    log::info(format_args!("CUPTI: {kernels} kernels and {launches} API calls so far; {unjoined} kernels since the last reset not matched to their launch"));
 }
 
 thread_local! {
@@ -110,35 +134,32 @@ thread_local! {
     static NOTED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// CUPTI's side of `kernels::set_scope` (which keeps the thread's entry state): pops this
-/// thread's CUSTOM2 entry if `pushed`, pushes `value`. False if CUPTI refused.
-pub fn replace_entry(pushed: bool, value: u64) -> bool {
-    let (Some(api), true) = (API.get(), active()) else { return false };
-    if !NOTED.try_with(Cell::get).unwrap_or(true) && note_thread() {
+/// Records the calling thread's two ids for the join, once per thread (the first range or op
+/// scope it opens; retried at the next while the join's lock is busy). Never waits.
+#[inline]
+pub fn note_thread() {
+    if !NOTED.try_with(Cell::get).unwrap_or(true) && note_ids() {
         let _ = NOTED.try_with(|n| n.set(true));
     }
-    if pushed {
-        let mut last = 0u64;
-        // SAFETY: our kind; a valid out-pointer.
-        let _ = unsafe { (api.pop_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, &mut last) };
-    }
-    // SAFETY: our kind; the value is passed by value.
-    unsafe { (api.push_external_correlation_id)(cupti::EXTERNAL_KIND_CUSTOM2, value) == cupti::SUCCESS }
 }
 
 /// CUPTI's `threadId` in API records is not the thread's OS id (on CUDA 13 it is the low 32
-/// bits of `pthread_self()`): each launching thread records both forms once (retried at its
-/// next range while the lock is busy), so the join maps it back to the id its ranges carry.
-fn note_thread() -> bool {
+/// bits of `pthread_self()`, which a new thread can reuse after another exits): each noted id
+/// keeps the time it was noted, and a record takes the newest noting not after its call.
+fn note_ids() -> bool {
     // SAFETY: pthread_self has no preconditions.
     let pthread = unsafe { libc_pthread_self() } as u32; // CAST: CUPTI keeps the low 32 bits
     let tid = roctx_sys::os::current_tid();
+    let now = roctx_sys::os::boottime_ns();
     // Never wait here (a launching thread, maybe a fork child whose parent's CUPTI thread held
     // the lock): a thread not noted keeps CUPTI's id, which the join falls back to.
     let Ok(mut guard) = JOINS.try_lock() else { return false };
     let joins = guard.get_or_insert_with(Joins::default);
-    if joins.thread_ids.len() < 1 << 16 {
-        joins.thread_ids.insert(pthread, tid);
+    if joins.thread_ids.len() < MAX_THREADS || joins.thread_ids.contains_key(&pthread) {
+        let notes = joins.thread_ids.entry(pthread).or_default();
+        if notes.len() < 64 {
+            notes.push((now, tid));
+        }
     }
     true
 }
@@ -148,14 +169,8 @@ extern "C" {
     fn libc_pthread_self() -> usize;
 }
 
-/// Kernels seen, with an external value of ours, with a known launching thread (for the log
-/// line at each flush: how well the join works on this CUDA version).
-static SEEN: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
-
-/// `(kernels, with our external value, with their launching thread)` so far.
-fn join_counts() -> (u64, u64, u64) {
-    (SEEN[0].load(Ordering::Relaxed), SEEN[1].load(Ordering::Relaxed), SEEN[2].load(Ordering::Relaxed))
-}
+/// Kernel records and API records seen (for the log line at each flush).
+static SEEN: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
 // ---- buffers ----
 
@@ -184,15 +199,24 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
     })
 }
 
-/// What joins a kernel record to its launch: per API correlation id, the launching thread and
-/// our external value.
+/// The listener's side of the join: which kernel names are registered, and CUPTI's thread ids.
 #[derive(Default)]
 struct Joins {
-    threads: BTreeMap<u32, u32>,
-    externals: BTreeMap<u32, u64>,
     named: HashSet<u64>,
-    /// Low 32 bits of `pthread_self()` -> OS thread id, for threads that pushed an entry.
-    thread_ids: std::collections::HashMap<u32, u64>,
+    /// Low 32 bits of `pthread_self()` -> (when noted, OS thread id), oldest first.
+    thread_ids: HashMap<u32, Vec<(u64, u64)>>,
+}
+
+impl Joins {
+    /// The OS id of CUPTI's thread `id` for a call that started at `at`; CUPTI's own id when
+    /// the thread never noted itself.
+    fn os_thread(&self, id: u32, at: u64) -> u64 {
+        match self.thread_ids.get(&id).map(Vec::as_slice) {
+            Some([only]) => only.1,
+            Some(notes @ [first, ..]) => notes.iter().rev().find(|&&(since, _)| since <= at).unwrap_or(first).1,
+            _ => u64::from(id),
+        }
+    }
 }
 
 static JOINS: Mutex<Option<Joins>> = Mutex::new(None);
@@ -223,32 +247,17 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
     let mut guard = JOINS.lock().unwrap_or_else(PoisonError::into_inner);
     let joins = guard.get_or_insert_with(Joins::default);
     let mut batch = Vec::new();
+    let mut launches = Vec::new();
     let mut rejected = 0u64;
-    let mut newest = 0u32;
-    // Two passes: a buffer's launch records are joinable whatever the order of its records.
-    let records = || {
-        let mut record: *mut u8 = std::ptr::null_mut();
-        std::iter::from_fn(move || {
-            // SAFETY: CUPTI's iteration over its own buffer, which we hold.
-            let more = unsafe { (api.get_next_record)(buffer, valid, &mut record) } == cupti::SUCCESS && !record.is_null();
-            // SAFETY: a record CUPTI just returned from the buffer we hold.
-            more.then(|| unsafe { cupti::activity(record) })
-        })
-    };
-    for activity in records() {
-        match activity {
+    let mut record: *mut u8 = std::ptr::null_mut();
+    // SAFETY: CUPTI's iteration over its own buffer, which we hold.
+    while unsafe { (api.get_next_record)(buffer, valid, &mut record) } == cupti::SUCCESS && !record.is_null() {
+        // SAFETY: a record CUPTI just returned from the buffer we hold.
+        match unsafe { cupti::activity(record) } {
             Activity::Api(a) => {
-                joins.threads.insert(a.correlation_id, a.thread_id);
-                newest = newest.max(a.correlation_id);
+                let start_ns = boottime(a.start);
+                launches.push(Launch { correlation_id: u64::from(a.correlation_id), thread_id: joins.os_thread(a.thread_id, start_ns), start_ns, end_ns: boottime(a.end) });
             }
-            Activity::External(e) if e.external_kind == cupti::EXTERNAL_KIND_CUSTOM2 => {
-                joins.externals.insert(e.correlation_id, e.external_id);
-            }
-            _ => {}
-        }
-    }
-    for activity in records() {
-        match activity {
             Activity::Kernel(k) => {
                 let kernel_id = k.name as u64;
                 if !k.name.is_null() && joins.named.insert(kernel_id) {
@@ -258,18 +267,13 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
                     roctx_kernels::register_kernel_symbol(kernel_id, &name[..name.len().min(16 << 10)]);
                 }
                 let work_items = |g: i32, b: i32| u32::try_from(i64::from(g) * i64::from(b)).unwrap_or(u32::MAX);
-                let external = joins.externals.remove(&k.correlation_id).unwrap_or(0);
-                let thread = joins.threads.get(&k.correlation_id).copied();
-                let thread_id = thread.map_or(0, |t| joins.thread_ids.get(&t).copied().unwrap_or(u64::from(t)));
-                SEEN[0].fetch_add(1, Ordering::Relaxed);
-                SEEN[1].fetch_add(u64::from(external != 0), Ordering::Relaxed);
-                SEEN[2].fetch_add(u64::from(thread.is_some()), Ordering::Relaxed);
                 batch.push(RawDispatch {
-                    start_ns: k.start,
-                    end_ns: k.end,
+                    start_ns: boottime(k.start),
+                    end_ns: boottime(k.end),
                     kernel_id,
-                    external,
-                    thread_id,
+                    external: 0,
+                    by_launch: true,
+                    thread_id: 0,
                     agent_id: u64::from(k.device_id),
                     queue_id: u64::from(k.stream_id),
                     dispatch_id: u64::from(k.correlation_id),
@@ -282,11 +286,11 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
             _ => {}
         }
     }
-    // Launches older than the window will not be joined any more: keep memory bounded.
-    let floor = newest.saturating_sub(JOIN_WINDOW);
-    joins.threads = joins.threads.split_off(&floor);
-    joins.externals = joins.externals.split_off(&floor);
     drop(guard);
+    SEEN[0].fetch_add(batch.len() as u64, Ordering::Relaxed);
+    SEEN[1].fetch_add(launches.len() as u64, Ordering::Relaxed);
     roctx_kernels::count_rejected(rejected);
+    // Launches first: a buffer's kernels join its own API records at once, whatever the order.
+    roctx_kernels::record_launches(launches);
     roctx_kernels::record_dispatch(batch);
 }

@@ -8,20 +8,26 @@
 //! - callback tracing of CODE_OBJECT, for the kernel symbols' names (optional: without it
 //!   kernels have empty names).
 //!
+//! - buffer tracing of HIP_RUNTIME_API, restricted to the calls that enqueue work (by name, since
+//!   the operation ids differ between HIP versions), into the same buffer: the launch calls.
+//!
 //! The SDK never flushes by itself: [`flush`] is called at session stop, at a reset and at exit.
 //!
-//! **Attribution** goes through the SDK's external-correlation stack of this context: each
-//! launching thread keeps exactly one entry of ours on it, the value
-//! [`roctx_kernels::attribution::encode`]`(invocation, range)`, replaced (pop, then push) when
-//! the thread's op or innermost range changes. Dispatches copy it at enqueue time.
+//! **Attribution** is a join, with no SDK call on the range or op path ([`roctx_kernels::join`]):
+//! a dispatch names its launch call by internal correlation id; the call's record gives the
+//! thread and the host interval; the thread's op-scope log ([`set_scope`]) and, at export, its
+//! recorded ranges say what was open then. Only when the SDK refuses HIP API tracing does the
+//! old path remain: each launching thread keeps one external-correlation entry of ours, the value
+//! [`roctx_kernels::attribution::encode`]`(invocation, range)`, replaced (pop, then push) at every
+//! range or op change, and dispatches copy it at enqueue time.
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use roctx_config::log;
-use roctx_kernels::RawDispatch;
+use roctx_kernels::{Launch, RawDispatch};
 use roctx_sys::rocprofiler::{self, CallbackRecordV6, CallbackRecordV7, KernelApi, Layout, Record, RecordHeader, SdkApi};
 
 /// Bytes of the dispatch buffer (the SDK allocates it twice for LOSSLESS): about 365,000
@@ -35,6 +41,17 @@ static CONTEXT: AtomicU64 = AtomicU64::new(0);
 static BUFFER: AtomicU64 = AtomicU64::new(0);
 /// 0: not set up, 1: tracing, 2: unavailable.
 static STATE: AtomicU8 = AtomicU8::new(0);
+/// The SDK refused HIP API tracing: ranges and ops reach dispatches through the external
+/// correlation stack, a pop and a push per change.
+static BY_EXTERNAL: AtomicBool = AtomicBool::new(false);
+/// The record layout of the SDK in use (HIP API records differ between 6.x and 7.x).
+static LAYOUT_V7: AtomicBool = AtomicBool::new(false);
+
+/// HIP runtime calls that enqueue work on a device: kernel launches of every flavour, graph
+/// launches, and the copies and fills that may run as blit kernels.
+fn enqueues(name: &str) -> bool {
+    ["Launch", "Memcpy", "Memset", "MemPrefetch"].iter().any(|w| name.contains(w))
+}
 
 /// Whether kernel dispatches are being traced, by rocprofiler-sdk or (NVIDIA) by CUPTI.
 pub fn active() -> bool {
@@ -80,6 +97,20 @@ fn set_up(api: &SdkApi, layout: Layout) -> Result<(), String> {
     check(api, "rocprofiler_configure_buffer_tracing_service(KERNEL_DISPATCH)", unsafe {
         (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_KERNEL_DISPATCH, std::ptr::null(), 0, buffer)
     })?;
+    LAYOUT_V7.store(layout == Layout::V7, Ordering::Release);
+    // The launch calls, for the join; every HIP call if the SDK cannot name its operations.
+    let ops = k.operations_named(rocprofiler::BUFFER_KIND_HIP_RUNTIME_API, enqueues).unwrap_or_default();
+    // SAFETY: a list of `ops.len()` operation ids of that kind (or none: all), into our buffer.
+    let status = unsafe {
+        (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_HIP_RUNTIME_API, ops.as_ptr(), ops.len(), buffer)
+    };
+    if status != 0 {
+        BY_EXTERNAL.store(true, Ordering::Release);
+        log::warn(format_args!(
+            "rocprofiler-sdk: HIP API tracing refused ({}); kernels are attributed through external correlation, two SDK calls per range",
+            api.status_name(status)
+        ));
+    }
     let callback: *const c_void = match layout {
         Layout::V6 => on_code_object_v6 as *const c_void,
         Layout::V7 => on_code_object_v7 as *const c_void,
@@ -115,15 +146,18 @@ pub fn flush() {
     if status != 0 {
         log::warn(format_args!("rocprofiler_flush_buffer returned status {status}; dispatches still in the SDK's buffer are not in this report"));
     }
+    // Everything delivered: a dispatch still waiting for its launch call has none.
+    roctx_kernels::settle();
 }
 
 thread_local! {
-    /// This thread's entry on the tracing source's external-correlation stack (the SDK's, or
-    /// CUPTI's CUSTOM2 one): (pushed, invocation, range).
+    /// This thread's op invocation, and its entry on the SDK's external-correlation stack where
+    /// that path is in use: (pushed, invocation, range).
     static SCOPE: Cell<(bool, u32, u32)> = const { Cell::new((false, 0, 0)) };
 }
 
-/// The calling thread's current op invocation and innermost range instance.
+/// The calling thread's current op invocation and (external-correlation path only) innermost
+/// range instance.
 pub fn current_scope() -> (u32, u32) {
     SCOPE.try_with(|s| {
         let (_, i, r) = s.get();
@@ -132,28 +166,39 @@ pub fn current_scope() -> (u32, u32) {
     .unwrap_or((0, 0))
 }
 
-/// Makes `(invocation, range)` the value the calling thread's next dispatches carry: pops this
-/// thread's previous entry, if any, and pushes the new one (one entry of ours per thread, the
-/// llama.cpp hygiene). Returns false if the source refused (then dispatches keep the old
-/// value) or nothing traces kernels.
+/// Makes `invocation` (0: none) the op scope of the calling thread's next launches: one entry
+/// in the thread's op log ([`roctx_kernels::scope_changed`], stamped now on `CLOCK_BOOTTIME`,
+/// the clock of the launch records). `range` matters only on the external-correlation path.
+/// Returns false if nothing traces kernels (or the SDK refused the entry).
 pub fn set_scope(invocation: u32, range: u32) -> bool {
     let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
-    if pushed && (old_i, old_r) == (invocation, range) {
-        return true;
-    }
-    let value = roctx_kernels::attribution::encode(invocation, range);
-    let ok = if sdk_active() {
-        replace_entry(pushed, value)
-    } else if super::cupti::active() {
-        super::cupti::replace_entry(pushed, value)
-    } else {
+    if !active() {
         return false;
+    }
+    if super::cupti::active() {
+        super::cupti::note_thread();
+    }
+    if old_i != invocation || !pushed {
+        roctx_kernels::scope_changed(roctx_sys::os::current_tid(), roctx_sys::os::boottime_ns(), invocation);
+    }
+    let ok = if by_external() {
+        if pushed && (old_i, old_r) == (invocation, range) {
+            return true;
+        }
+        replace_entry(pushed, roctx_kernels::attribution::encode(invocation, range))
+    } else {
+        true
     };
     let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
     ok
 }
 
-/// The SDK side of [`set_scope`]: pops this thread's entry if `pushed`, pushes `value`.
+fn by_external() -> bool {
+    sdk_active() && BY_EXTERNAL.load(Ordering::Relaxed)
+}
+
+/// The SDK side of [`set_scope`] on the external-correlation path: pops this thread's entry if
+/// `pushed`, pushes `value`.
 fn replace_entry(pushed: bool, value: u64) -> bool {
     let Some(k) = KERNEL_API.get() else { return false };
     let context = CONTEXT.load(Ordering::Acquire);
@@ -176,13 +221,16 @@ fn fenced(f: impl FnOnce()) {
     }
 }
 
-/// The calling thread's innermost ROCTX range changed to push number `seq` (0: none): its
-/// next kernels carry it. Two SDK calls while kernels are traced, nothing otherwise.
+/// The calling thread's innermost ROCTX range changed to push number `seq` (0: none). The join
+/// needs nothing here: ranges are recorded with their times anyway. Two SDK calls on the
+/// external-correlation path; on CUPTI, the thread notes its ids once.
 #[inline]
 pub fn range_changed(seq: u32) {
-    if active() {
+    if by_external() {
         let (invocation, _) = current_scope();
         set_scope(invocation, seq);
+    } else if super::cupti::active() {
+        super::cupti::note_thread();
     }
 }
 
@@ -196,6 +244,9 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
         }
         let mut rejected = 0u64;
         let mut batch = Vec::with_capacity(n.min(1 << 16));
+        let mut launches = Vec::new();
+        let layout = if LAYOUT_V7.load(Ordering::Acquire) { Layout::V7 } else { Layout::V6 };
+        let by_launch = !BY_EXTERNAL.load(Ordering::Acquire);
         for i in 0..n {
             // SAFETY: the SDK passes `n` header pointers, valid for the call.
             let header = unsafe { *headers.add(i) };
@@ -206,6 +257,7 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
                     end_ns: d.end_ns,
                     kernel_id: d.kernel_id,
                     external: d.correlation_external,
+                    by_launch,
                     thread_id: d.thread_id,
                     agent_id: d.agent_id,
                     queue_id: d.queue_id,
@@ -214,10 +266,17 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
                     workgroup: [d.workgroup_size.x, d.workgroup_size.y, d.workgroup_size.z],
                     grid: [d.grid_size.x, d.grid_size.y, d.grid_size.z],
                 }),
-                Err(rocprofiler::DispatchError::OtherKind) => {}
+                // SAFETY: as above; a HIP API record of the layout the SDK's version has.
+                Err(rocprofiler::DispatchError::OtherKind) => match unsafe { rocprofiler::hip_api_call(header, layout) } {
+                    Ok(c) => launches.push(Launch { correlation_id: c.correlation_internal, thread_id: c.thread_id, start_ns: c.start_ns, end_ns: c.end_ns }),
+                    Err(rocprofiler::DispatchError::OtherKind) => {}
+                    Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
+                },
                 Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
             }
         }
+        // Launches first: a batch's dispatches join its own launch records at once.
+        roctx_kernels::record_launches(launches);
         roctx_kernels::record_dispatch(batch);
         roctx_kernels::count_rejected(rejected);
     });
