@@ -19,7 +19,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax torch llama} "
+SECTIONS=" ${*:-jax overhead torch llama} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -50,6 +50,28 @@ grep -h "CUPTI" "$OUTDIR/jax_ours.log" | tail -n 1
 python3 scripts/nvidia/compare_jax.py "$WORK/jax_ours.json" "$WORK/jax_ref.json" jit_step "$WARMUP" "$STEPS" \
   | tee "$OUTDIR/compare_jax.txt"
 tally "$OUTDIR/compare_jax.txt" "validate jax"
+fi
+
+if want overhead; then
+# Issue 21: kernels traced (the default) must cost a training step at most 2 %, with XLA's
+# default flags (command buffers on) and with per-thunk ranges (command buffers off).
+echo "== JAX step time: no injection vs the NVTX injection with kernels traced =="
+{
+  for flags in "" "--xla_gpu_enable_command_buffer="; do
+    base=$(XLA_FLAGS=$flags python3 scripts/nvidia/jax_mlp_step.py 200 --time 2>&1 | sed -nE 's/^jax: step time ([0-9.]+) us.*/\1/p')
+    ours=$(XLA_FLAGS=$flags NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/overhead \
+      python3 scripts/nvidia/jax_mlp_step.py 200 --time 2>&1 | sed -nE 's/^jax: step time ([0-9.]+) us.*/\1/p')
+    python3 - "${flags:-default XLA flags}" "${base:-0}" "${ours:-0}" <<'PY'
+import sys
+what, base, ours = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+ok = base > 0 and ours > 0 and ours <= base * 1.02
+print("step time (%s): %.2f us without, %.2f us with the injection and kernels traced: %+.2f %%  %s" % (
+    what, base, ours, (ours / base - 1) * 100 if base else 0, "PASS" if ok else "FAIL"))
+PY
+  done
+} | tee "$OUTDIR/overhead.txt"
+echo "validate overhead: $(grep -c ' PASS$' "$OUTDIR/overhead.txt") passed, $(grep -c ' FAIL$' "$OUTDIR/overhead.txt") failed" | tee -a "$OUTDIR/overhead.txt"
+tally "$OUTDIR/overhead.txt" "validate overhead"
 fi
 
 if want torch; then

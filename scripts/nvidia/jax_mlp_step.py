@@ -2,6 +2,7 @@
 NVTX injection (XlaModule/Thunk ranges per execution). Run with
 XLA_FLAGS=--xla_gpu_enable_command_buffer= so every execution emits per-thunk ranges."""
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -28,11 +29,29 @@ def step(params, x, y):
     return [(w - 1e-3 * gw, b - 1e-3 * gb) for (w, b), (gw, gb) in zip(params, g)]
 
 
+def time_steps(params, x, y, steps, rounds=7):
+    """The step's cost as a training loop sees it: `steps` steps dispatched back to back, then
+    waited for; the median over `rounds` rounds, per step."""
+    per_step = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            params = step(params, x, y)
+        jax.block_until_ready(params)
+        per_step.append((time.perf_counter() - t0) / steps)
+    per_step.sort()
+    print("jax: step time %.2f us (median of %d rounds of %d steps; min %.2f)" % (per_step[rounds // 2] * 1e6, rounds, steps, per_step[0] * 1e6))
+
+
 def main():
-    """Usage: jax_mlp_step.py [STEPS] [--trace DIR]. Two warm-up steps (compilation, autotuning)
-    come first; with --trace, the measured steps run inside jax.profiler.trace(DIR) (the XProf
-    reference: run it without the NVTX injection)."""
+    """Usage: jax_mlp_step.py [STEPS] [--trace DIR] [--time]. Two warm-up steps (compilation,
+    autotuning) come first; with --trace, the measured steps run inside jax.profiler.trace(DIR)
+    (the XProf reference: run it without the NVTX injection); with --time, rounds of STEPS steps
+    are timed instead (scripts/validate_nvidia.sh's overhead check)."""
     args = sys.argv[1:]
+    timed = "--time" in args
+    if timed:
+        args.remove("--time")
     trace = None
     if "--trace" in args:
         trace = args[args.index("--trace") + 1]
@@ -45,6 +64,9 @@ def main():
     for _ in range(2):
         params = step(params, x, y)
     jax.block_until_ready(params)
+    if timed:
+        time_steps(params, x, y, steps)
+        return
     if trace:
         jax.profiler.start_trace(trace)
     for _ in range(steps):
