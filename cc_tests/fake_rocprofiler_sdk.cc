@@ -1715,6 +1715,11 @@ FAKE_EXPORT int rocprofiler_configure_buffer_tracing_service(uint64_t context_id
                                                               size_t operations_count,
                                                               uint64_t buffer_id) {
   FAKE_FAULT(rocprofiler_configure_buffer_tracing_service);
+  // FAKE_ROCPROFILER_REFUSE_HIP_API: an SDK that will not trace HIP API calls into buffers (the
+  // consumer's fallback, attribution through external correlation, is then under test).
+  if (kind == kBufferKindHipRuntimeApi && std::getenv("FAKE_ROCPROFILER_REFUSE_HIP_API") != nullptr) {
+    return Code(kKindNotFound);
+  }
   if (g_init_status.load() > -1) return Code(kConfigurationLocked);
   std::lock_guard<std::mutex> lock(g_mutex);
   Context* ctx = FindContextLocked(context_id);

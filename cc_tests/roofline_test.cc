@@ -26,6 +26,7 @@ struct Fake {
   FakeSdkSetDeliveryOrderFn set_order = nullptr;
   FakeSdkCounterFn flushes = nullptr;
   FakeSdkDispatchRawFn raw = nullptr;
+  FakeSdkDispatchKernelExFn dispatch_ex = nullptr;
 
   static const Fake& Get() {
     static const Fake fake = [] {
@@ -39,6 +40,7 @@ struct Fake {
       f.set_order = reinterpret_cast<FakeSdkSetDeliveryOrderFn>(dlsym(sdk, "fake_sdk_set_delivery_order"));
       f.flushes = reinterpret_cast<FakeSdkCounterFn>(dlsym(sdk, "fake_sdk_buffer_flushes"));
       f.raw = reinterpret_cast<FakeSdkDispatchRawFn>(dlsym(sdk, "fake_sdk_dispatch_raw"));
+      f.dispatch_ex = reinterpret_cast<FakeSdkDispatchKernelExFn>(dlsym(sdk, "fake_sdk_dispatch_kernel_ex"));
       return f;
     }();
     return fake;
@@ -107,7 +109,7 @@ class Roofline : public ::testing::Test {
  protected:
   void SetUp() override {
     const Fake& f = Fake::Get();
-    ASSERT_TRUE(f.load_symbol && f.dispatch && f.set_order && f.flushes && f.raw) << "fake SDK hooks";
+    ASSERT_TRUE(f.load_symbol && f.dispatch && f.set_order && f.flushes && f.raw && f.dispatch_ex) << "fake SDK hooks";
     roctx_utils_roofline_reset();
     f.set_order(0);
   }
@@ -310,6 +312,59 @@ TEST_F(Roofline, KernelsAppearAsGpuRowsUnderTheirRocTxRange) {
   EXPECT_EQ(Count(chrome, "\"ph\":\"s\""), 1u) << "one arrow: only one kernel had a range\n" << chrome;
   EXPECT_EQ(Count(chrome, "\"ph\":\"f\""), 1u) << chrome;
   roctx_utils_snapshot_free(snapshot);
+}
+
+
+// The SDK refused HIP API tracing (roofline_external_v*_test): attribution falls back to the
+// external-correlation stack, and every test above must give the same answers.
+bool ByExternalCorrelation() { return std::getenv("FAKE_ROCPROFILER_REFUSE_HIP_API") != nullptr; }
+
+// The join's ROCm half: a dispatch record and its HIP launch call arrive in either order, in
+// one batch or two (a watermark between them), from hipLaunchKernel or hipModuleLaunchKernel;
+// each kernel still gets the op open on its thread when the call ran.
+TEST_F(Roofline, LaunchCallsInEitherOrderAndInLaterBatchesStillAttribute) {
+  const Fake& f = Fake::Get();
+  f.load_symbol(31, "_Z5gemm1v", 11);
+  std::vector<uint64_t> ops;
+  const int flag_sets[] = {0, FAKE_SDK_DISPATCH_SEAL_BETWEEN, FAKE_SDK_DISPATCH_HIP_API_FIRST,
+                           FAKE_SDK_DISPATCH_HIP_API_FIRST | FAKE_SDK_DISPATCH_SEAL_BETWEEN,
+                           FAKE_SDK_DISPATCH_MODULE_LAUNCH | FAKE_SDK_DISPATCH_SEAL_BETWEEN};
+  uint64_t t = 1000;
+  for (int flags : flag_sets) {
+    Op op("MUL_MAT", 64 + static_cast<int64_t>(ops.size()), 4096);
+    ops.push_back(roctx_utils_op_begin(op.Desc()));
+    ASSERT_EQ(f.dispatch_ex(31, t, t + 1000, 1, 1, flags), 1);
+    t += 2000;
+    roctx_utils_op_end();
+  }
+  const std::string json = WriteReport("join_orders.json");
+  EXPECT_EQ(Count(json, "\"invocation\": "), ops.size()) << json;
+  for (uint64_t id : ops) EXPECT_NE(json.find("\"invocation\": " + std::to_string(id) + ","), std::string::npos) << id << json;
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 5.0"), std::string::npos) << json;
+  roctx_utils_kernel_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);
+  EXPECT_EQ(st.unjoined, 0u);
+}
+
+// A kernel no traced HIP call enqueued (HSA-direct) has no launch to join: it is kept, with no
+// op, and counted, never guessed from time.
+TEST_F(Roofline, AKernelWithNoLaunchCallIsKeptUnattributedAndCounted) {
+  if (ByExternalCorrelation()) GTEST_SKIP() << "the external path attributes it by the stack";
+  const Fake& f = Fake::Get();
+  f.load_symbol(32, "_Z6directv", 12);
+  Op op("ADD", 4, 48);
+  ASSERT_GT(roctx_utils_op_begin(op.Desc()), 0u);
+  ASSERT_EQ(f.dispatch_ex(32, 1000, 2000, 1, 1, FAKE_SDK_DISPATCH_NO_HIP_API), 1);
+  f.dispatch(32, 3000, 3500, 1, 1);
+  roctx_utils_op_end();
+  roctx_utils_kernel_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);  // flushes, then settles
+  EXPECT_EQ(st.dispatches, 2u) << "kept";
+  EXPECT_EQ(st.unjoined, 1u) << "and counted";
+  const std::string json = WriteReport("unjoined.json");
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 0.5"), std::string::npos) << "only the joined kernel is the op's\n" << json;
 }
 
 }  // namespace
