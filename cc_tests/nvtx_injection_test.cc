@@ -413,6 +413,24 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// Stops the session and returns its Chrome JSON (written to the test's temp dir as `name`);
+// empty if the stop or the write failed.
+std::string StopAsChrome(const char* name) {
+  const Api& a = Api::Get();
+  roctx_utils_snapshot* s = nullptr;
+  if (a.stop(&s) != ROCTX_UTILS_OK) return "";
+  auto write_chrome = reinterpret_cast<int (*)(const roctx_utils_snapshot*, const char*)>(
+      dlsym(Library(), "roctx_utils_snapshot_write_chrome"));
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+  const int written = write_chrome(s, path.c_str());
+  a.free(s);
+  if (written != ROCTX_UTILS_OK) return "";
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
 // NVIDIA kernels through CUPTI (the fake, CUDA 13.0 layouts): the injection started CUPTI at
 // its first call (activity API only, the four kinds), keeps one CUSTOM2 entry per thread, and
 // each kernel lands on /device:GPU:0 under the innermost NVTX range open at its launch.
@@ -445,18 +463,8 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   pop(tsl);
   launch("outside", t0 + 80000, t0 + 90000, 0, 7, 1, 32);
   usleep(500);
-  const Api& a = Api::Get();
-  roctx_utils_snapshot* s = nullptr;
-  ASSERT_EQ(a.stop(&s), ROCTX_UTILS_OK);
-  auto write_chrome = reinterpret_cast<int (*)(const roctx_utils_snapshot*, const char*)>(
-      dlsym(Library(), "roctx_utils_snapshot_write_chrome"));
-  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/cupti.json";
-  ASSERT_EQ(write_chrome(s, path.c_str()), ROCTX_UTILS_OK);
-  a.free(s);
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string json = buf.str();
+  const std::string json = StopAsChrome("cupti.json");
+  ASSERT_FALSE(json.empty());
   EXPECT_NE(json.find("/device:GPU:0"), std::string::npos) << json;
   EXPECT_EQ(Count(json, "\"name\":\"loop_fusion_3\""), 1u) << json;
   EXPECT_EQ(Count(json, "\"name\":\"after_all(float*)\""), 1u) << "names are demangled\n" << json;
@@ -513,18 +521,8 @@ TEST_F(NvtxInjection, CuptiKernelsAreJoinedByLaunchOnThreadsThatAreGone) {
   }
   for (auto& w : workers) w.join();  // every launching thread is gone before the flush
   usleep(2000);
-  const Api& a = Api::Get();
-  roctx_utils_snapshot* s = nullptr;
-  ASSERT_EQ(a.stop(&s), ROCTX_UTILS_OK);
-  auto write_chrome = reinterpret_cast<int (*)(const roctx_utils_snapshot*, const char*)>(
-      dlsym(Library(), "roctx_utils_snapshot_write_chrome"));
-  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/gone.json";
-  ASSERT_EQ(write_chrome(s, path.c_str()), ROCTX_UTILS_OK);
-  a.free(s);
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string json = buf.str();
+  const std::string json = StopAsChrome("gone.json");
+  ASSERT_FALSE(json.empty());
   for (int i = 0; i < 4; ++i) {
     const std::string label = "worker_" + std::to_string(i);
     EXPECT_EQ(Count(json, "\"nvtx_range\":\"" + label + "\""), 2u) << "the range and its one kernel\n" << json;

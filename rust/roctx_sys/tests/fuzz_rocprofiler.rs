@@ -25,6 +25,12 @@
 //!   "other kind" exactly when category/kind are not TRACING/KERNEL_DISPATCH, "malformed" for a
 //!   null payload, a `size` under 128 or an end before the start, and otherwise returns every
 //!   field from the spec's offset (zeros past `size`).
+//! - `5` HIP_RUNTIME_API buffer record (the launch calls of the kernel join): `layout: u8`
+//!   (even V6, odd V7), `category: u32 LE`, `kind: u32 LE`, then the record as in `4` (at most
+//!   56 or 64 readable). `hip_api_call` says "other kind" exactly when category/kind are not
+//!   TRACING/HIP_RUNTIME_API, "malformed" for a null payload, a `size` under the layout's record
+//!   or an end before the start, and otherwise reads operation, correlation, times and thread
+//!   at the layout's offsets.
 
 use std::ffi::{c_void, CStr};
 
@@ -216,15 +222,60 @@ fn dispatch(g: &Guarded, body: &[u8]) {
     assert_eq!(unsafe { rocprofiler::kernel_dispatch(std::ptr::null()) }.err(), Some(rocprofiler::DispatchError::Malformed));
 }
 
+/// A HIP runtime API buffer record (the join's launch calls): `[v7][category][kind][record]`,
+/// placed with exactly what its `size` promises readable (at least 8 bytes).
+fn hip_api(g: &Guarded, body: &[u8]) {
+    let layout = if body.first().copied().unwrap_or(0) & 1 == 1 { Layout::V7 } else { Layout::V6 };
+    let word = |at: usize| u32::from_le_bytes([0, 1, 2, 3].map(|i| body.get(1 + at + i).copied().unwrap_or(0)));
+    let (category, kind) = (word(0), word(4));
+    let mut bytes = body.get(9..).unwrap_or_default().to_vec();
+    if bytes.len() < 8 {
+        bytes.resize(8, 0);
+    }
+    let size = u64_at(&bytes, 0);
+    let full = if layout == Layout::V7 { 64 } else { 56 };
+    let readable = match usize::try_from(size) {
+        Ok(s) if s <= full => s.max(8),
+        _ => bytes.len().max(full),
+    };
+    bytes.resize(readable, 0);
+    let ptr = g.place(&bytes);
+    let ours = category == rocprofiler::BUFFER_CATEGORY_TRACING && kind == rocprofiler::BUFFER_KIND_HIP_RUNTIME_API as u32;
+    let header = rocprofiler::RecordHeader { category, kind, payload: ptr.cast() };
+    // SAFETY: a valid header whose payload is readable for what its `size` promises.
+    let got = unsafe { rocprofiler::hip_api_call(&header, layout) };
+    let mut padded = bytes.clone();
+    padded.resize(padded.len().max(full), 0);
+    let at = if layout == Layout::V7 { 40 } else { 32 };
+    let (start, end, thread) = (u64_at(&padded, at), u64_at(&padded, at + 8), u64_at(&padded, at + 16));
+    match got {
+        Err(rocprofiler::DispatchError::OtherKind) => assert!(!ours, "category {category} kind {kind} is ours"),
+        Err(rocprofiler::DispatchError::Malformed) => {
+            assert!(ours, "another kind's record judged malformed");
+            assert!(size < full as u64 || end < start, "{layout:?} size {size}, {start}..{end} rejected");
+        }
+        Ok(c) => {
+            assert!(ours && size >= full as u64 && end >= start, "{layout:?} size {size} accepted");
+            assert_eq!((c.operation, c.correlation_internal), (i32_at(&padded, 12), u64_at(&padded, 16)));
+            assert_eq!((c.start_ns, c.end_ns, c.thread_id), (start, end, thread));
+        }
+    }
+    let null = rocprofiler::RecordHeader { category, kind, payload: std::ptr::null_mut() };
+    // SAFETY: a null payload is allowed.
+    let got = unsafe { rocprofiler::hip_api_call(&null, layout) };
+    assert_eq!(got.err(), Some(if ours { rocprofiler::DispatchError::Malformed } else { rocprofiler::DispatchError::OtherKind }));
+}
+
 fn target(g: &Guarded, input: &[u8]) {
     let _running = guard::running(input);
     let body = input.get(1..).unwrap_or_default();
-    match input.first().copied().unwrap_or(0) % 5 {
+    match input.first().copied().unwrap_or(0) % 6 {
         0 => record(g, body),
         1 => payload(g, body),
         2 => c_string(g, body),
         3 => client_id(g, body),
-        _ => dispatch(g, body),
+        4 => dispatch(g, body),
+        _ => hip_api(g, body),
     }
 }
 
@@ -286,6 +337,23 @@ fn dispatch_seed(category: u32, kind: u32, size: u64, start: u64, end: u64) -> V
     [&[4u8][..], &category.to_le_bytes(), &kind.to_le_bytes(), &r[..cut.max(8)]].concat()
 }
 
+/// A HIP API record of `layout` of `size` bytes (the full record written) with recognizable
+/// fields: hipLaunchKernel-like operation 43, correlation 77, thread 4242.
+fn hip_api_seed(v7: bool, category: u32, kind: u32, size: u64, start: u64, end: u64) -> Vec<u8> {
+    let full = if v7 { 64 } else { 56 };
+    let mut r = vec![0u8; full];
+    r[0..8].copy_from_slice(&size.to_le_bytes());
+    r[8..12].copy_from_slice(&5i32.to_le_bytes());
+    r[12..16].copy_from_slice(&43i32.to_le_bytes());
+    r[16..24].copy_from_slice(&77u64.to_le_bytes());
+    let at = if v7 { 40 } else { 32 };
+    for (i, v) in [start, end, 4242].into_iter().enumerate() {
+        r[at + 8 * i..at + 8 * i + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    let cut = usize::try_from(size).unwrap_or(usize::MAX).min(full).max(8);
+    [&[5u8, u8::from(v7)][..], &category.to_le_bytes(), &kind.to_le_bytes(), &r[..cut]].concat()
+}
+
 fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let (v6, v7) = (record_bytes(Layout::V6), record_bytes(Layout::V7));
     let ptr = 0x7fff_0000_1000u64;
@@ -333,6 +401,15 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("dispatch_memory_copy_kind.bin", dispatch_seed(1, 12, 184, 1000, 2000)),
         ("dispatch_pc_sampling_category.bin", dispatch_seed(2, 11, 184, 1000, 2000)),
         ("dispatch_size_0.bin", dispatch_seed(1, 11, 0, 0, 0)),
+        ("hip_api_v6_56.bin", hip_api_seed(false, 1, 5, 56, 1000, 2000)),
+        ("hip_api_v7_64.bin", hip_api_seed(true, 1, 5, 64, 1000, 2000)),
+        ("hip_api_v7_record_read_as_v6.bin", hip_api_seed(false, 1, 5, 64, 1000, 2000)),
+        ("hip_api_v6_record_read_as_v7_short.bin", hip_api_seed(true, 1, 5, 56, 1000, 2000)),
+        ("hip_api_55_short.bin", hip_api_seed(false, 1, 5, 55, 1000, 2000)),
+        ("hip_api_ext_larger_96.bin", [hip_api_seed(true, 1, 5, 96, 1000, 2000), vec![0xee; 32]].concat()),
+        ("hip_api_end_before_start.bin", hip_api_seed(true, 1, 5, 64, 2000, 1000)),
+        ("hip_api_kernel_dispatch_kind.bin", hip_api_seed(false, 1, 11, 56, 1000, 2000)),
+        ("hip_api_size_u64_max.bin", hip_api_seed(true, 1, 5, u64::MAX, 1000, 2000)),
     ]
 }
 
