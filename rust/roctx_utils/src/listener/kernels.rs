@@ -6,8 +6,7 @@
 //!   [`WATERMARK_BYTES`] watermark on the SDK's own thread), decoded record by record (`size`
 //!   checked, larger sizes read as newer) into [`roctx_kernels`];
 //! - callback tracing of CODE_OBJECT, for the kernel symbols' names (optional: without it
-//!   kernels have empty names).
-//!
+//!   kernels have empty names);
 //! - buffer tracing of HIP_RUNTIME_API, restricted to the calls that enqueue work (by name, since
 //!   the operation ids differ between HIP versions), into the same buffer: the launch calls.
 //!
