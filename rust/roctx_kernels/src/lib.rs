@@ -16,8 +16,9 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - [`OpDescriptor`]: what an op scope says about its op (name, types, shapes, bytes, M/N/K, the
   fused nodes); stored once per distinct geometry.
 - [`begin_invocation`], [`fuse_invocation`], [`set_experts_used`]: op scopes.
-- [`register_kernel_symbol`]: kernel id -> demangled name (`cpp_demangle`; a ` [clone .kd]`
-  suffix is kept, as the llama.cpp report shows it).
+- [`register_kernel_symbol`]: kernel id -> demangled name, exactly as `c++filt` prints it
+  (libstdc++'s `__cxa_demangle` through `roctx_sys::demangle`; a ` [clone .kd]` suffix is kept,
+  as the llama.cpp report shows it).
 - [`record_dispatch`], [`record_launches`], [`settle`], [`count_rejected`],
   [`count_sdk_dropped`]: what the sources deliver.
 - [`reset`] (llama.cpp's warm-up reset), [`snapshot`], [`KernelStats`].

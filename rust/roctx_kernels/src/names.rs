@@ -1,23 +1,16 @@
 //! Kernel names: kept mangled when the code object registers them (on the SDK's thread, whose
 //! stack size we do not know), demangled once, later, on a thread with a stack we chose.
 
-use cpp_demangle::{DemangleOptions, ParseOptions, Symbol};
-
-/// The demangled form of a mangled kernel symbol (`_Z...`, with any `.kd` / clone suffix shown
-/// as ` [clone .kd]`, the way llama.cpp's report and c++filt print it); a name that does not
-/// demangle is kept as given (lossy UTF-8).
+/// The demangled form of a mangled kernel symbol exactly as `c++filt` prints it (libstdc++'s
+/// `__cxa_demangle`, [`roctx_sys::demangle`]; a `.kd` / clone suffix shows as ` [clone .kd]`,
+/// as in llama.cpp's report); a name that is not a symbol or does not demangle is kept as given
+/// (lossy UTF-8), as `c++filt` keeps it.
 pub fn demangle(mangled: &[u8]) -> String {
-    // A recursion limit, because kernel names come from code objects we did not build: at 128
-    // levels cpp_demangle needs under 2 MiB of stack even unoptimised (256 overflowed 2 MiB).
-    let parse = ParseOptions::default().recursion_limit(RECURSION_LIMIT);
-    Symbol::new_with_options(mangled, &parse)
-        .ok()
-        .and_then(|s| s.demangle(&DemangleOptions::default().recursion_limit(RECURSION_LIMIT)).ok())
-        .unwrap_or_else(|| String::from_utf8_lossy(mangled).into_owned())
+    roctx_sys::demangle::cxa(mangled).unwrap_or_else(|| String::from_utf8_lossy(mangled).into_owned())
 }
 
-const RECURSION_LIMIT: u32 = 128;
-/// Stack of the thread that demangles: several times what [`RECURSION_LIMIT`] needs.
+/// Stack of the thread that demangles: the demangler recurses over names from code objects we
+/// did not build (libstdc++ stops at its own recursion limit, well inside this).
 const DEMANGLER_STACK: usize = 16 << 20;
 
 /// Demangles every name of `names` on a thread of its own with a [`DEMANGLER_STACK`] stack, so

@@ -28,6 +28,7 @@ The host's AnnotationStack, the other outbound call, is a cxx bridge and lives i
 pub mod clock;
 mod ctext;
 pub mod cupti;
+pub mod demangle;
 pub mod ggml;
 mod guard;
 pub mod nvtx;
