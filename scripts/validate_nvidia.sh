@@ -19,7 +19,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax overhead torch llama} "
+SECTIONS=" ${*:-jax overhead names torch llama} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -72,6 +72,16 @@ PY
 } | tee "$OUTDIR/overhead.txt"
 echo "validate overhead: $(grep -c ' PASS$' "$OUTDIR/overhead.txt") passed, $(grep -c ' FAIL$' "$OUTDIR/overhead.txt") failed" | tee -a "$OUTDIR/overhead.txt"
 tally "$OUTDIR/overhead.txt" "validate overhead"
+fi
+
+if want names; then
+echo "== PyTorch kernel names: ours (c++filt's demangler) vs Kineto's =="
+python3 scripts/nvidia/torch_names.py kineto "$WORK/kineto_names.txt" >"$WORK/kineto.log" 2>&1 || tail "$WORK/kineto.log"
+NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/names \
+  python3 scripts/nvidia/torch_names.py ours >"$WORK/names.log" 2>&1 || tail "$WORK/names.log"
+"$BIN/roctx" convert --format chrome "$(find "$WORK/names" -name '*.xplane.pb' | head -n 1)" -o "$WORK/names.json" >/dev/null
+python3 scripts/nvidia/torch_names.py compare "$WORK/names.json" "$WORK/kineto_names.txt" | tee "$OUTDIR/compare_names.txt"
+tally "$OUTDIR/compare_names.txt" "validate names"
 fi
 
 if want torch; then
