@@ -319,7 +319,9 @@ FAKE_EXPORT int fake_cupti_disable_count() {
 
 // A kernel `name` launched now from the calling thread, run on the device from `start` to `end`
 // (ns, the client's clock) on `device`/`stream`, with a grid of grid_x blocks of block_x threads.
-// Its API record spans this call on CUPTI's clock. Returns the launch's correlation id.
+// Its API record spans this call on CUPTI's clock. Returns the launch's correlation id. `name`
+// identifies the kernel by its address, as CUPTI's name pointer does: pass storage that lives
+// as long as the kernel's module would (a string literal), never a temporary.
 FAKE_EXPORT uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                                        int32_t grid_x, int32_t block_x) {
   return Launch(name, nullptr, nullptr, start, end, device, stream, grid_x, block_x);

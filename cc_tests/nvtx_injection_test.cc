@@ -512,10 +512,13 @@ TEST_F(NvtxInjection, CuptiKernelsAreJoinedByLaunchOnThreadsThatAreGone) {
       const std::string label = "worker_" + std::to_string(i);
       const uint64_t process = start_range("process_range");
       push(label.c_str());
+      // Kernel names live as long as their module, as CUPTI's do (the fake keys them by address).
+      static const char* const kLate[] = {"late_kernel_0", "late_kernel_1", "late_kernel_2", "late_kernel_3"};
+      static const char* const kAfter[] = {"after_pop_0", "after_pop_1", "after_pop_2", "after_pop_3"};
       // Runs 1 ms after its range closes, as queued GPU work does.
-      launch(("late_kernel_" + std::to_string(i)).c_str(), t0 + 1000000, t0 + 1001000, 0, 7, 1, 32);
+      launch(kLate[i], t0 + 1000000, t0 + 1001000, 0, 7, 1, 32);
       pop();
-      launch(("after_pop_" + std::to_string(i)).c_str(), t0 + 1002000, t0 + 1003000, 0, 7, 1, 32);
+      launch(kAfter[i], t0 + 1002000, t0 + 1003000, 0, 7, 1, 32);
       end_range(process);
     });
   }
