@@ -133,12 +133,7 @@ impl ScopeLog {
         let c = &self.changes;
         let mut at = self.finger.min(c.len());
         if at > 0 && c[at - 1].0 > instant {
-            let (a, b) = c.as_slices();
-            let before = |s: &[(u64, u32)]| s.partition_point(|&(t, _)| t <= instant);
-            at = match before(b) {
-                0 => before(a),
-                k => a.len() + k,
-            };
+            at = self.search(instant);
         } else {
             // Forward from the finger; a long way off, search instead.
             let stop = (at + 32).min(c.len());
@@ -146,16 +141,21 @@ impl ScopeLog {
                 at += 1;
             }
             if at == stop && at < c.len() && c[at].0 <= instant {
-                let (a, b) = c.as_slices();
-                let before = |s: &[(u64, u32)]| s.partition_point(|&(t, _)| t <= instant);
-                at = match before(b) {
-                    0 => before(a),
-                    k => a.len() + k,
-                };
+                at = self.search(instant);
             }
         }
         self.finger = at;
         at
+    }
+
+    /// [`ScopeLog::count_until`] by binary search over the deque's two halves.
+    fn search(&self, instant: u64) -> usize {
+        let (a, b) = self.changes.as_slices();
+        let before = |s: &[(u64, u32)]| s.partition_point(|&(t, _)| t <= instant);
+        match before(b) {
+            0 => before(a),
+            k => a.len() + k,
+        }
     }
 
     fn pop_front(&mut self) {
