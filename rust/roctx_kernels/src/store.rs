@@ -379,11 +379,7 @@ pub fn reset() {
 /// Forgets the join's state too (tests run in one process; [`reset`] keeps it on purpose).
 #[cfg(test)]
 pub(crate) fn forget_launches() {
-    with(|s| {
-        s.launches.clear();
-        s.waiting.clear();
-        s.scopes.clear();
-    });
+    with(State::forget_join);
 }
 
 /// The counters since the last reset (cheap: no copy of the dispatches).
@@ -418,6 +414,14 @@ pub fn snapshot() -> KernelSnapshot {
 }
 
 impl State {
+    /// Drops the launches, the waiting kernels and the threads' op logs (a fork child's are
+    /// its parent's).
+    fn forget_join(&mut self) {
+        self.launches.clear();
+        self.waiting.clear();
+        self.scopes.clear();
+    }
+
     fn dispatch(&mut self, d: RawDispatch) {
         if !d.by_launch {
             let (invocation, range) = attribution::decode(d.external);
@@ -520,10 +524,7 @@ pub fn fork_child() {
                 s.invocations.clear();
                 s.tokens_per_expert.clear();
                 s.stats = KernelStats::default();
-                // The parent's launches, waiting kernels and threads' scopes are the parent's.
-                s.launches.clear();
-                s.waiting.clear();
-                s.scopes.clear();
+                s.forget_join();
             }
         }
     });
