@@ -28,9 +28,6 @@ pub mod kind {
     pub const EXTERNAL_CORRELATION: i32 = 39;
 }
 
-/// `CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2`: ours (Kineto owns CUSTOM0 and CUSTOM1).
-pub const EXTERNAL_KIND_CUSTOM2: i32 = 5;
-
 /// `CUpti_BuffersCallbackRequestFunc`.
 pub type BufferRequested = unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize);
 /// `CUpti_BuffersCallbackCompleteFunc`.
@@ -49,8 +46,6 @@ pub struct Api {
     pub get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
     pub flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
     pub dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
-    pub push_external_correlation_id: unsafe extern "C" fn(i32, u64) -> CuptiResult,
-    pub pop_external_correlation_id: unsafe extern "C" fn(i32, *mut u64) -> CuptiResult,
     /// `cuptiGetVersion`'s answer.
     pub version: u32,
     /// Where the library was found.
@@ -125,8 +120,6 @@ impl Api {
             get_next_record: bind!("cuptiActivityGetNextRecord"),
             flush_all: bind!("cuptiActivityFlushAll"),
             dropped_records: bind!("cuptiActivityGetNumDroppedRecords"),
-            push_external_correlation_id: bind!("cuptiActivityPushExternalCorrelationId"),
-            pop_external_correlation_id: bind!("cuptiActivityPopExternalCorrelationId"),
             version,
             location,
             _library: lib,
