@@ -83,14 +83,12 @@ impl Trace {
         let mut queues: Vec<(u64, u64)> = kernels.dispatches.iter().map(|d| (d.agent_id, d.queue_id)).collect();
         queues.sort_unstable();
         queues.dedup();
-        let launchers: HashMap<(u64, u32), usize> = self
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.kind == EventKind::Range && e.seq != 0)
-            .map(|(i, e)| ((e.tid, e.seq), i))
-            .collect();
-        let open_at = OpenRanges::new(&self.events);
+        // Each index over the events is built only if some kernel is attributed that way (the
+        // writer calls this for every trace, most with no kernels at all).
+        let launchers: Option<HashMap<(u64, u32), usize>> = kernels.dispatches.iter().any(|d| d.range != 0).then(|| {
+            self.events.iter().enumerate().filter(|(_, e)| e.kind == EventKind::Range && e.seq != 0).map(|(i, e)| ((e.tid, e.seq), i)).collect()
+        });
+        let open_at = kernels.dispatches.iter().any(|d| d.range == 0 && d.launch_ns != 0).then(|| OpenRanges::new(&self.events));
         let mut outside = 0u64;
         for d in &kernels.dispatches {
             if d.start_ns < self.start_ns || d.end_ns > self.stop_ns {
@@ -119,9 +117,9 @@ impl Trace {
                     d.workgroup[2]
                 ),
                 launched_by: if d.range != 0 {
-                    launchers.get(&(d.thread_id, d.range)).copied()
+                    launchers.as_ref().and_then(|l| l.get(&(d.thread_id, d.range)).copied())
                 } else if d.launch_ns != 0 {
-                    open_at.innermost(d.thread_id, d.launch_ns)
+                    open_at.as_ref().and_then(|o| o.innermost(d.thread_id, d.launch_ns))
                 } else {
                     None
                 },
