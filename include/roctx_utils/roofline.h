@@ -90,7 +90,7 @@ int roctx_utils_roofline_write(const char* path);
  * set struct_size; the library writes no byte past it. */
 typedef struct roctx_utils_kernel_stats {
   uint64_t struct_size;
-  uint64_t dispatches;            /* dispatches kept */
+  uint64_t dispatches;            /* GPU activities kept: kernels, memory copies and sets */
   uint64_t dropped_cap;           /* over the 2^21 kept between resets (lost) */
   uint64_t rejected_records;      /* not well-formed dispatch or symbol records (lost) */
   uint64_t sdk_dropped;           /* records rocprofiler-sdk says it dropped itself (lost) */
@@ -100,16 +100,18 @@ typedef struct roctx_utils_kernel_stats {
   uint64_t invocations_exhausted; /* op scopes past the 32-bit invocation space (no op) */
   uint64_t names_over_cap;        /* kernel symbols past the 2^20 names kept */
   uint64_t unjoined;              /* kernels not matched to their launch call (kept, no op/range) */
+  uint64_t not_seen;              /* launch calls made while another profiler held CUPTI (lost) */
 } roctx_utils_kernel_stats;
 
 /* Flushes the SDK's buffer, then copies the counters into *out. Returns ROCTX_UTILS_OK or
  * ROCTX_UTILS_INVALID_ARGUMENT (out NULL or struct_size < 16). */
 int roctx_utils_kernel_stats_get(roctx_utils_kernel_stats* out);
 
-ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 88);
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 96);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, dispatches, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_over_cap, 72);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, unjoined, 80);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, not_seen, 88);
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_source, 48);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, ne, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, bytes, 40);

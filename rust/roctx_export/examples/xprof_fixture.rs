@@ -124,6 +124,8 @@ fn roctx_capture() -> Trace {
     // Kernels: two launched inside fusion.3 on thread 4242 (push 2), one inside custom-call.1
     // on thread 4243 (push 2) on another queue, one launched with no range open.
     let kernel = |start_us: u64, end_us: u64, kernel_id: u64, thread_id: u64, queue_id: u64, range: u32| Dispatch {
+        work: Default::default(),
+        graph: Default::default(),
         start_ns: us(start_us),
         end_ns: us(end_us),
         kernel_id,

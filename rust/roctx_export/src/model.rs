@@ -30,18 +30,23 @@ pub struct Trace {
     pub kernels: Vec<KernelEvent>,
 }
 
-/// One GPU kernel, as the exporters draw it.
+/// One GPU activity (a kernel, a memory copy or set), as the exporters draw it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KernelEvent {
+    /// What it did.
+    pub work: roctx_kernels::Work,
+    /// The graph node that ran it (zero: not a graph launch).
+    pub graph: roctx_kernels::GraphNode,
     /// Device start, `CLOCK_BOOTTIME` ns.
     pub start_ns: u64,
     /// Device end, `CLOCK_BOOTTIME` ns.
     pub end_ns: u64,
     /// GPU index (`/device:GPU:<gpu>`), in the order of the SDK's agent handles.
     pub gpu: u32,
-    /// Queue index on that GPU (`Stream #<stream>`).
-    pub stream: u32,
-    /// Demangled kernel name (empty when the SDK gave none).
+    /// The real stream id (CUPTI's `streamId`, rocprofiler-sdk's queue id): `Stream #<stream>`.
+    pub stream: u64,
+    /// Demangled kernel name (empty when the SDK gave none); XLA's name for a copy or set
+    /// (`MemcpyD2D`, `Memset 3`).
     pub name: String,
     /// The SDK's correlation id of the launching call.
     pub correlation_id: u64,
@@ -80,9 +85,6 @@ impl Trace {
         let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
         agents.sort_unstable();
         agents.dedup();
-        let mut queues: Vec<(u64, u64)> = kernels.dispatches.iter().map(|d| (d.agent_id, d.queue_id)).collect();
-        queues.sort_unstable();
-        queues.dedup();
         // Each index over the events is built only if some kernel is attributed that way (the
         // writer calls this for every trace, most with no kernels at all).
         let launchers: Option<HashMap<(u64, u32), usize>> = kernels.dispatches.iter().any(|d| d.range != 0).then(|| {
@@ -97,25 +99,17 @@ impl Trace {
             }
             // CAST: both indices are bounded by the dispatch count, far below u32::MAX.
             let gpu = agents.partition_point(|&a| a < d.agent_id) as u32;
-            let first_queue = queues.partition_point(|&(a, _)| a < d.agent_id);
-            let stream = (queues.partition_point(|&q| q < (d.agent_id, d.queue_id)) - first_queue) as u32;
-            let blocks = |i: usize| d.grid[i].div_ceil(d.workgroup[i].max(1));
+            let (name, details) = describe(d, gpu, kernels);
             self.kernels.push(KernelEvent {
+                work: d.work,
+                graph: d.graph,
                 start_ns: d.start_ns,
                 end_ns: d.end_ns,
                 gpu,
-                stream,
-                name: kernels.name(d.kernel_id).to_owned(),
+                stream: d.queue_id,
+                name,
                 correlation_id: d.correlation_id,
-                details: format!(
-                    "grid:{},{},{} block:{},{},{}",
-                    blocks(0),
-                    blocks(1),
-                    blocks(2),
-                    d.workgroup[0],
-                    d.workgroup[1],
-                    d.workgroup[2]
-                ),
+                details,
                 launched_by: if d.range != 0 {
                     launchers.as_ref().and_then(|l| l.get(&(d.thread_id, d.range)).copied())
                 } else if d.launch_ns != 0 {
@@ -127,16 +121,22 @@ impl Trace {
             });
         }
         if outside > 0 {
-            self.warnings.push(format!("roctx_utils: {outside} GPU kernels ran outside the session window and are not shown"));
+            self.warnings.push(format!("roctx_utils: {outside} GPU kernels, copies and sets ran outside the session window and are not shown"));
         }
         let lost = kernels.stats.dropped_cap + kernels.stats.rejected_records + kernels.stats.sdk_dropped;
         if lost > 0 {
-            self.warnings.push(format!("roctx_utils: {lost} GPU kernel records lost (cap, malformed or dropped by rocprofiler-sdk)"));
+            self.warnings.push(format!("roctx_utils: {lost} GPU kernel, copy and set records lost (cap, malformed, or dropped by rocprofiler-sdk or CUPTI)"));
         }
         if kernels.stats.unjoined > 0 {
             self.warnings.push(format!(
-                "roctx_utils: {} GPU kernels could not be matched to their launch call (no range or op shown for them)",
+                "roctx_utils: {} GPU kernels, copies and sets could not be matched to their launch call (no range or op shown for them)",
                 kernels.stats.unjoined
+            ));
+        }
+        if kernels.stats.not_seen > 0 {
+            self.warnings.push(format!(
+                "roctx_utils: another profiler held CUPTI's activity API for {} CUDA API calls: the kernels, copies and sets they launched went to it and are not in this trace",
+                kernels.stats.not_seen
             ));
         }
     }
@@ -160,6 +160,28 @@ impl Trace {
     /// The text of `event`'s label.
     pub fn label_of(&self, event: &Event) -> &str {
         self.labels.get(event.label as usize).map_or("", String::as_str)
+    }
+}
+
+/// An activity's event name and its details stat as XLA's GPU tracer writes them: the kernel's
+/// name and `kernel_details`; `MemcpyD2D` and `memcpy_details`; `Memset <kind>` and
+/// `Memset_details` (xspace_and_xprof.md; XLA's `cupti_collector.cc`).
+fn describe(d: &roctx_kernels::Dispatch, gpu: u32, kernels: &roctx_kernels::KernelSnapshot) -> (String, String) {
+    use roctx_kernels::Work;
+    match d.work {
+        Work::Kernel => {
+            let blocks = |i: usize| d.grid[i].div_ceil(d.workgroup[i].max(1));
+            let details = format!("grid:{},{},{} block:{},{},{}", blocks(0), blocks(1), blocks(2), d.workgroup[0], d.workgroup[1], d.workgroup[2]);
+            (kernels.name(d.kernel_id).to_owned(), details)
+        }
+        Work::Copy(c) => (
+            c.direction.xla_name().to_owned(),
+            format!("kind_src:{} kind_dst:{} size:{} dest:{gpu} async:{}", c.src.name(), c.dst.name(), c.bytes, u8::from(c.is_async)),
+        ),
+        Work::Set(m) => (
+            format!("Memset {}", m.memory.cupti_value()),
+            format!("kind:{} num_bytes:{} async:{}", m.memory.name(), m.bytes, u8::from(m.is_async)),
+        ),
     }
 }
 
@@ -275,6 +297,8 @@ mod join_tests {
 
     fn kernel(tid: u64, launch_ns: u64, start_ns: u64) -> Dispatch {
         Dispatch {
+        work: Default::default(),
+        graph: Default::default(),
             start_ns,
             end_ns: start_ns + 100,
             kernel_id: 1,

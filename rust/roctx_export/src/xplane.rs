@@ -263,23 +263,41 @@ fn picked_by_thread(trace: &Trace) -> Vec<(u64, Vec<usize>)> {
     by_tid
 }
 
-/// The trace's kernels as `/device:GPU:<n>` planes (XLA's CUPTI layout, xspace_and_xprof.md 6):
-/// a line per queue (`Stream #<n>`), an event per kernel named by its demangled name, with
-/// `correlation_id`, `kernel_details`, `nvtx_range` (the innermost ROCTX range open at launch)
+/// The trace's GPU activities as `/device:GPU:<n>` planes (XLA's CUPTI layout,
+/// xspace_and_xprof.md 6): a line per real stream, named as XLA names its own
+/// (`Stream #<id>(<kinds>)`, kinds from `Compute`, `MemcpyH2D`, ..., `Memset`, in that order),
+/// an event per kernel (its demangled name), copy (`MemcpyD2D`) or set (`Memset <kind>`), with
+/// `correlation_id`, `kernel_details` / `memcpy_details` / `Memset_details`, `cuda_graph_id` and
+/// `cuda_graph_node_id` for graph work, `nvtx_range` (the innermost ROCTX range open at launch)
 /// and the flow consumer id of its launching range. Times as in [`roctx_plane_based`].
 pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
     const CORRELATION: i64 = 1;
-    const DETAILS: i64 = 2;
+    const KERNEL_DETAILS: i64 = 2;
     const NVTX: i64 = 3;
     const FLOW: i64 = 4;
-    const LABEL_BASE: i64 = 5;
+    const MEMCPY_DETAILS: i64 = 5;
+    const MEMSET_DETAILS: i64 = 6;
+    const GRAPH: i64 = 7;
+    const GRAPH_NODE: i64 = 8;
+    const LABEL_BASE: i64 = 9;
     let line_ts = wall_start(trace).saturating_sub(base_ns);
     let mut planes: std::collections::BTreeMap<u32, XPlane> = std::collections::BTreeMap::new();
+    // Per plane and line: which kinds of work it ran (the line's name lists them).
+    let mut kinds: HashMap<(u32, i64), std::collections::BTreeSet<u8>> = HashMap::new();
     let mut names: HashMap<(u32, &str), i64> = HashMap::new();
     for k in &trace.kernels {
         let plane = planes.entry(k.gpu).or_insert_with(|| {
             let mut p = XPlane { id: i64::from(k.gpu) + 1, name: format!("{GPU_PLANE_PREFIX}{}", k.gpu), ..XPlane::default() };
-            for (id, name) in [(CORRELATION, "correlation_id"), (DETAILS, "kernel_details"), (NVTX, NVTX_RANGE_STAT), (FLOW, FLOW_CONSUMER_STAT)] {
+            for (id, name) in [
+                (CORRELATION, "correlation_id"),
+                (KERNEL_DETAILS, "kernel_details"),
+                (NVTX, NVTX_RANGE_STAT),
+                (FLOW, FLOW_CONSUMER_STAT),
+                (MEMCPY_DETAILS, "memcpy_details"),
+                (MEMSET_DETAILS, "Memset_details"),
+                (GRAPH, "cuda_graph_id"),
+                (GRAPH_NODE, "cuda_graph_node_id"),
+            ] {
                 p.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), description: String::new() });
             }
             p
@@ -287,10 +305,19 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
         let next = i64::try_from(names.len()).unwrap_or(i64::MAX - 1) + 1;
         let meta = *names.entry((k.gpu, k.name.as_str())).or_insert(next);
         plane.event_metadata.entry(meta).or_insert_with(|| XEventMetadata { id: meta, name: k.name.clone(), ..XEventMetadata::default() });
+        let details = match k.work {
+            roctx_kernels::Work::Kernel => KERNEL_DETAILS,
+            roctx_kernels::Work::Copy(_) => MEMCPY_DETAILS,
+            roctx_kernels::Work::Set(_) => MEMSET_DETAILS,
+        };
         let mut stats = vec![
             XStat { metadata_id: CORRELATION, value: Some(x_stat::Value::Uint64Value(k.correlation_id)) },
-            XStat { metadata_id: DETAILS, value: Some(x_stat::Value::StrValue(k.details.clone())) },
+            XStat { metadata_id: details, value: Some(x_stat::Value::StrValue(k.details.clone())) },
         ];
+        if k.graph.is_graph() {
+            stats.push(XStat { metadata_id: GRAPH, value: Some(x_stat::Value::Uint64Value(u64::from(k.graph.graph_id))) });
+            stats.push(XStat { metadata_id: GRAPH_NODE, value: Some(x_stat::Value::Uint64Value(k.graph.node_id)) });
+        }
         if let Some(launcher) = k.launched_by.and_then(|i| trace.events.get(i).map(|e| (i, e))) {
             let (i, e) = launcher;
             let label_stat = LABEL_BASE + i64::from(e.label);
@@ -303,11 +330,13 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             stats.push(XStat { metadata_id: NVTX, value: Some(x_stat::Value::RefValue(label_stat as u64)) });
             stats.push(XStat { metadata_id: FLOW, value: Some(x_stat::Value::Uint64Value(flow_id(i))) });
         }
-        let line_id = i64::from(k.stream);
+        // CAST: XLA's line id is the stream id; a queue handle past i64::MAX wraps, still distinct.
+        let line_id = k.stream as i64;
+        kinds.entry((k.gpu, line_id)).or_default().insert(kind_rank(&k.work));
         let line = match plane.lines.iter_mut().position(|l| l.id == line_id) {
             Some(at) => &mut plane.lines[at],
             None => {
-                plane.lines.push(XLine { id: line_id, name: format!("Stream #{}", k.stream), timestamp_ns: line_ts, ..XLine::default() });
+                plane.lines.push(XLine { id: line_id, timestamp_ns: line_ts, ..XLine::default() });
                 plane.lines.last_mut().expect("just pushed")
             }
         };
@@ -319,10 +348,36 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             stats,
         });
     }
-    planes.into_values().map(|mut p| {
-        p.lines.sort_by_key(|l| l.id);
-        p
-    }).collect()
+    planes
+        .into_iter()
+        .map(|(gpu, mut p)| {
+            for line in &mut p.lines {
+                let names: Vec<&str> = kinds.get(&(gpu, line.id)).into_iter().flatten().map(|&r| KIND_NAMES[usize::from(r)]).collect();
+                line.name = stream_line_name(line.id, &names);
+            }
+            p.lines.sort_by_key(|l| l.id);
+            p
+        })
+        .collect()
+}
+
+/// The kinds of work a stream line lists, in the order its name gives them.
+const KIND_NAMES: [&str; 7] = ["Compute", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "MemcpyOther", "Memset"];
+
+fn kind_rank(work: &roctx_kernels::Work) -> u8 {
+    let name = work.xla_kind();
+    // CAST: an index into a 7-entry table.
+    KIND_NAMES.iter().position(|&n| n == name).unwrap_or(0) as u8
+}
+
+/// XLA's name for a GPU stream line: `Stream #<id>`, then its kinds of work in parentheses,
+/// comma-separated (`Stream #14(Compute,MemcpyD2D)`; XLA's `GetDeviceXLineName`).
+pub fn stream_line_name(stream: i64, kinds: &[&str]) -> String {
+    if kinds.is_empty() {
+        format!("Stream #{stream}")
+    } else {
+        format!("Stream #{stream}({})", kinds.join(","))
+    }
 }
 
 /// A complete XSpace for a trace: `/host:ROCTX` merged into a fresh `/host:CPU`, hostnames and

@@ -22,6 +22,9 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - [`record_dispatch`], [`record_launches`], [`settle`], [`count_rejected`],
   [`count_sdk_dropped`]: what the sources deliver.
 - [`reset`] (llama.cpp's warm-up reset), [`snapshot`], [`KernelStats`].
+- [`Work`]: what each recorded activity did. Memory copies and sets ([`MemCopy`], [`MemSet`])
+  are recorded, joined, bounded and counted exactly as kernels are; [`GraphNode`] says which
+  graph node ran an activity launched from a CUDA or HIP graph.
 
 # Rules
 
@@ -46,15 +49,17 @@ pub mod join;
 mod names;
 mod ops;
 mod store;
+mod work;
 
 pub use names::demangle;
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
-    begin_invocation, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started, kernel_name,
-    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, snapshot,
+    begin_invocation, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started, kernel_name,
+    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, source_restarted, snapshot,
     stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, MAX_DISPATCHES, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
 };
 pub use join::Launch;
+pub use work::{Direction, GraphNode, MemCopy, MemSet, MemoryKind, Work};
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use crate::attribution;
 use crate::join::{Launch, Launches, ScopeLogs, MAX_WAITING};
 use crate::names::demangle_all;
 use crate::ops::{Geometry, OpDescriptor};
+use crate::work::{GraphNode, Work};
 
 /// Most dispatches kept between two resets (about 100 bytes each); more are counted.
 pub const MAX_DISPATCHES: usize = 1 << 21;
@@ -17,14 +18,18 @@ pub const MAX_GEOMETRIES: usize = 1 << 16;
 /// Most kernel names kept.
 pub const MAX_KERNEL_NAMES: usize = 1 << 20;
 
-/// One kernel dispatch, attributed.
+/// One GPU activity (a kernel dispatch, a memory copy or set), attributed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dispatch {
+    /// What it did.
+    pub work: Work,
+    /// The graph node it ran from, if a graph launch ran it.
+    pub graph: GraphNode,
     /// Device start, `CLOCK_BOOTTIME` ns.
     pub start_ns: u64,
     /// Device end, `CLOCK_BOOTTIME` ns.
     pub end_ns: u64,
-    /// The SDK's kernel id (see [`KernelSnapshot::names`]).
+    /// The SDK's kernel id (see [`KernelSnapshot::names`]); 0 for copies and sets.
     pub kernel_id: u64,
     /// The op invocation that launched it (0: none).
     pub invocation: u32,
@@ -38,7 +43,8 @@ pub struct Dispatch {
     pub launch_ns: u64,
     /// The GPU (agent handle).
     pub agent_id: u64,
-    /// The queue (stream) it ran on.
+    /// The stream it ran on: CUPTI's `streamId`; rocprofiler-sdk's stream id where the record
+    /// has one, else its queue handle.
     pub queue_id: u64,
     /// The SDK's dispatch counter.
     pub dispatch_id: u64,
@@ -64,7 +70,7 @@ pub struct Invocation {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelStats {
-    /// Dispatches kept.
+    /// GPU activities kept: kernels, and memory copies and sets.
     pub dispatches: u64,
     /// Dispatches over [`MAX_DISPATCHES`] (lost).
     pub dropped_cap: u64,
@@ -87,6 +93,10 @@ pub struct KernelStats {
     /// left the window, or its thread's op log no longer reached back to it. Kept, with no op
     /// (and, with no launch record, no range).
     pub unjoined: u64,
+    /// Launch calls (API calls, by their correlation ids) made while another profiler held
+    /// the vendor's activity API: their kernels, copies and sets never reached us (lost; the
+    /// other profiler has them).
+    pub not_seen: u64,
 }
 
 /// Everything captured since the last [`reset`], for exporters and the roofline report.
@@ -314,9 +324,13 @@ pub fn scope_changed(thread: u64, at_ns: u64, invocation: u32) {
     with(|s| s.scopes.changed(thread, at_ns, invocation));
 }
 
-/// A dispatch as a source delivers it, before attribution.
+/// A dispatch (or copy, or set) as a source delivers it, before attribution.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RawDispatch {
+    /// What it did.
+    pub work: Work,
+    /// The graph node it ran from (zero: not a graph launch).
+    pub graph: GraphNode,
     /// Device start, `CLOCK_BOOTTIME` ns.
     pub start_ns: u64,
     /// Device end, `CLOCK_BOOTTIME` ns (not before `start_ns`: sources reject such records).
@@ -333,7 +347,7 @@ pub struct RawDispatch {
     pub thread_id: u64,
     /// The GPU.
     pub agent_id: u64,
-    /// The queue.
+    /// The stream ([`Dispatch::queue_id`]).
     pub queue_id: u64,
     /// The SDK's dispatch counter.
     pub dispatch_id: u64,
@@ -380,6 +394,26 @@ pub fn reset() {
 #[cfg(test)]
 pub(crate) fn forget_launches() {
     with(State::forget_join);
+}
+
+/// The source lost its vendor API to another profiler and started again: its correlation ids
+/// may start over, so kernels still waiting for a launch are kept unjoined (counted) and the
+/// launch window is emptied (an old launch must never match a new kernel). Op logs are kept.
+pub fn source_restarted() {
+    with(|s| {
+        while let Some(d) = s.waiting.pop_front() {
+            s.keep_unjoined(d);
+        }
+        s.launches.clear();
+    });
+}
+
+/// `n` launch calls were made while another profiler held the vendor API
+/// ([`KernelStats::not_seen`]).
+pub fn count_not_seen(n: u64) {
+    if n > 0 {
+        with(|s| s.stats.not_seen = s.stats.not_seen.saturating_add(n));
+    }
 }
 
 /// The counters since the last reset (cheap: no copy of the dispatches).
@@ -463,6 +497,8 @@ impl State {
         }
         self.stats.dispatches += 1;
         self.dispatches.push(Dispatch {
+            work: d.work,
+            graph: d.graph,
             start_ns: d.start_ns,
             end_ns: d.end_ns,
             kernel_id: d.kernel_id,

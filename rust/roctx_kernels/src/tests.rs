@@ -206,6 +206,42 @@ fn every_kernel_of_one_launch_call_is_joined_to_it() {
 }
 
 #[test]
+fn copies_and_sets_of_a_graph_launch_join_it_like_its_kernels_and_keep_what_they_did() {
+    let _g = serial();
+    let a = begin_invocation(op("ADD", 8));
+    scope_changed(9, 0, a);
+    record_launches([launch(142, 9, 10, 20)]); // one cudaGraphLaunch
+    let node = |i: u64| GraphNode { graph_id: 2, node_id: (2 << 32) | i };
+    let copy = Work::Copy(MemCopy { bytes: 4096, direction: Direction::DeviceToDevice, src: MemoryKind::Device, dst: MemoryKind::Device, is_async: true });
+    let set = Work::Set(MemSet { bytes: 4096, value: 0, memory: MemoryKind::Device, is_async: true });
+    record_dispatch([
+        RawDispatch { graph: node(0), ..joined(100, 1, 142) },
+        RawDispatch { work: copy, graph: node(1), kernel_id: 0, ..joined(200, 0, 142) },
+        RawDispatch { work: set, graph: node(2), kernel_id: 0, ..joined(300, 0, 142) },
+    ]);
+    let s = snapshot();
+    let got: Vec<_> = s.dispatches.iter().map(|d| (d.work, d.graph.node_id & 0xffff_ffff, d.invocation, d.thread_id)).collect();
+    assert_eq!(got, [(Work::Kernel, 0, a, 9), (copy, 1, a, 9), (set, 2, a, 9)]);
+    assert_eq!((s.stats.dispatches, s.stats.unjoined), (3, 0), "copies and sets are counted with the kernels");
+}
+
+#[test]
+fn a_source_restart_settles_waiting_kernels_and_forgets_old_launches() {
+    let _g = serial();
+    record_launches([launch(5, 1, 10, 20)]);
+    record_dispatch([joined(100, 1, 6)]); // waits for launch 6
+    source_restarted(); // another profiler finalized CUPTI: ids may start over
+    assert_eq!(stats().unjoined, 1, "the waiting kernel is kept, unjoined");
+    record_dispatch([joined(200, 1, 5)]); // a new call reusing id 5 must not match the old launch
+    settle();
+    let s = snapshot();
+    assert_eq!(s.dispatches.len(), 2);
+    assert!(s.dispatches.iter().all(|d| d.launch_ns == 0), "{:?}", s.dispatches);
+    count_not_seen(7);
+    assert_eq!(stats().not_seen, 7);
+}
+
+#[test]
 fn the_join_keeps_the_reset_rule_and_the_external_path_still_works() {
     let _g = serial();
     let warm = begin_invocation(op("ADD", 8));

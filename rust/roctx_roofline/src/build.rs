@@ -1,10 +1,11 @@
 //! The report from a capture: what the kernel stage ([`roctx_kernels`]) recorded, as the rows of
 //! §5: one row per op invocation that dispatched at least one kernel, its kernels in device
 //! start order, invocation 0 (no op) left out of the rows and out of `total_gpu_time_us`.
+//! Kernels only: memory copies and sets are not rows of the report, nor in its GPU time.
 
 use std::collections::BTreeMap;
 
-use roctx_kernels::{KernelSnapshot, OpDescriptor};
+use roctx_kernels::{KernelSnapshot, OpDescriptor, Work};
 
 use crate::report::{FusedOp, Kernel, Report, Row};
 
@@ -13,7 +14,8 @@ pub fn report(snapshot: &KernelSnapshot) -> Report {
     let mut report = Report::new(snapshot.device.clone());
     let mut per_invocation: BTreeMap<u32, Vec<Kernel>> = BTreeMap::new();
     // `dispatches` is in device start order already.
-    for d in &snapshot.dispatches {
+    let kernels = || snapshot.dispatches.iter().filter(|d| d.work == Work::Kernel);
+    for d in kernels() {
         if d.invocation == 0 || !snapshot.invocations.contains_key(&d.invocation) {
             continue;
         }
@@ -21,7 +23,7 @@ pub fn report(snapshot: &KernelSnapshot) -> Report {
         per_invocation.entry(d.invocation).or_default().push(Kernel { name: snapshot.name(d.kernel_id).to_owned(), gpu_time_us: us });
     }
     let mut total_ns: u64 = 0;
-    for d in &snapshot.dispatches {
+    for d in kernels() {
         if d.invocation != 0 && snapshot.invocations.contains_key(&d.invocation) {
             total_ns = total_ns.saturating_add(d.end_ns.saturating_sub(d.start_ns));
         }
@@ -96,7 +98,7 @@ mod tests {
     use super::*;
 
     fn dispatch(start: u64, end: u64, kernel: u64, invocation: u32) -> Dispatch {
-        Dispatch { start_ns: start, end_ns: end, kernel_id: kernel, invocation, range: 0, thread_id: 1, launch_ns: 0, agent_id: 1, queue_id: 1, dispatch_id: start, correlation_id: 0, workgroup: [256, 1, 1], grid: [65536, 1, 1] }
+        Dispatch { work: Default::default(), graph: Default::default(), start_ns: start, end_ns: end, kernel_id: kernel, invocation, range: 0, thread_id: 1, launch_ns: 0, agent_id: 1, queue_id: 1, dispatch_id: start, correlation_id: 0, workgroup: [256, 1, 1], grid: [65536, 1, 1] }
     }
 
     /// The PR #33 example (roofline.md 5.3): decode down-projection MUL_MAT fused with its ADD.
@@ -123,6 +125,24 @@ mod tests {
             ..OpDescriptor::default()
         };
         OpDescriptor { bytes: 2_478_080, dst_bytes: 3584, src_bytes: vec![2_451_456, 19_456], fused_ops: vec![mm.clone(), add], ..mm }
+    }
+
+    #[test]
+    fn copies_and_sets_are_neither_rows_nor_gpu_time() {
+        use roctx_kernels::{MemCopy, MemSet, Work};
+        let copy = Dispatch { work: Work::Copy(MemCopy { bytes: 64, ..MemCopy::default() }), kernel_id: 0, ..dispatch(1_200, 5_200, 0, 2) };
+        let set = Dispatch { work: Work::Set(MemSet { bytes: 64, ..MemSet::default() }), kernel_id: 0, ..dispatch(6_000, 7_000, 0, 3) };
+        let snapshot = KernelSnapshot {
+            dispatches: vec![dispatch(100, 1_100, 1, 2), copy, set],
+            names: HashMap::from([(1, Arc::from("k"))]),
+            invocations: BTreeMap::from([(2, Invocation { geometry: 0, experts_used: 0 }), (3, Invocation { geometry: 0, experts_used: 0 })]),
+            geometries: vec![Arc::new(OpDescriptor { op: "ADD".into(), ..OpDescriptor::default() })],
+            ..KernelSnapshot::default()
+        };
+        let report = report(&snapshot);
+        assert_eq!(report.rows.len(), 1, "invocation 3 launched only a memset: no row");
+        assert_eq!(report.rows[0].kernels.len(), 1);
+        assert_eq!(report.total_gpu_time_us, 1.0);
     }
 
     #[test]

@@ -22,9 +22,12 @@ pub const ERROR_INVALID_KIND: CuptiResult = 21;
 
 /// Activity kinds (C.3).
 pub mod kind {
+    pub const MEMCPY: i32 = 1;
+    pub const MEMSET: i32 = 2;
     pub const DRIVER: i32 = 4;
     pub const RUNTIME: i32 = 5;
     pub const CONCURRENT_KERNEL: i32 = 10;
+    pub const MEMCPY2: i32 = 22;
     pub const EXTERNAL_CORRELATION: i32 = 39;
 }
 
@@ -45,6 +48,9 @@ pub struct Api {
     pub enable: unsafe extern "C" fn(i32) -> CuptiResult,
     pub get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
     pub flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
+    /// `cuptiGetTimestamp`: CUPTI's clock, which is our timestamp callback while CUPTI keeps it
+    /// (another client's `cuptiFinalize` drops it: how a takeover's end is seen).
+    pub get_timestamp: Option<unsafe extern "C" fn(*mut u64) -> CuptiResult>,
     pub dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
     /// `cuptiGetVersion`'s answer.
     pub version: u32,
@@ -119,6 +125,8 @@ impl Api {
             enable: bind!("cuptiActivityEnable"),
             get_next_record: bind!("cuptiActivityGetNextRecord"),
             flush_all: bind!("cuptiActivityFlushAll"),
+            // SAFETY: as in bind!.
+            get_timestamp: unsafe { lib.get(b"cuptiGetTimestamp\0") }.ok().map(|s| *s),
             dropped_records: bind!("cuptiActivityGetNumDroppedRecords"),
             version,
             location,
@@ -237,13 +245,123 @@ const _: () = {
     assert!(offset_of!(ApiRecord, correlation_id) == 32);
 };
 
+/// The first 80 bytes of `CUpti_ActivityMemcpy5/6/7` (C.5): every field up to `channelID`,
+/// the same in each (later versions only append).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemcpyPrefix {
+    pub kind: u32,
+    pub copy_kind: u8,
+    pub src_kind: u8,
+    pub dst_kind: u8,
+    pub flags: u8,
+    pub bytes: u64,
+    pub start: u64,
+    pub end: u64,
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub correlation_id: u32,
+    pub runtime_correlation_id: u32,
+    pub pad: u32,
+    pub reserved0: *mut c_void,
+    pub graph_node_id: u64,
+    pub graph_id: u32,
+    pub channel_id: u32,
+}
+
+/// The first 88 bytes of `CUpti_ActivityMemcpyPtoP4` (kind MEMCPY2: a copy between two
+/// devices), up to `channelID`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemcpyPtoPPrefix {
+    pub kind: u32,
+    pub copy_kind: u8,
+    pub src_kind: u8,
+    pub dst_kind: u8,
+    pub flags: u8,
+    pub bytes: u64,
+    pub start: u64,
+    pub end: u64,
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub src_device_id: u32,
+    pub src_context_id: u32,
+    pub dst_device_id: u32,
+    pub dst_context_id: u32,
+    pub correlation_id: u32,
+    pub reserved0: *mut c_void,
+    pub graph_node_id: u64,
+    pub graph_id: u32,
+    pub channel_id: u32,
+}
+
+/// The first 80 bytes of `CUpti_ActivityMemset4/5` (C.5), up to `channelID`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemsetPrefix {
+    pub kind: u32,
+    pub value: u32,
+    pub bytes: u64,
+    pub start: u64,
+    pub end: u64,
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub correlation_id: u32,
+    pub flags: u16,
+    pub memory_kind: u16,
+    pub padding: u32,
+    pub reserved0: *mut c_void,
+    pub graph_node_id: u64,
+    pub graph_id: u32,
+    pub channel_id: u32,
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<MemcpyPrefix>() == 80);
+    assert!(offset_of!(MemcpyPrefix, copy_kind) == 4);
+    assert!(offset_of!(MemcpyPrefix, bytes) == 8);
+    assert!(offset_of!(MemcpyPrefix, start) == 16);
+    assert!(offset_of!(MemcpyPrefix, end) == 24);
+    assert!(offset_of!(MemcpyPrefix, device_id) == 32);
+    assert!(offset_of!(MemcpyPrefix, stream_id) == 40);
+    assert!(offset_of!(MemcpyPrefix, correlation_id) == 44);
+    assert!(offset_of!(MemcpyPrefix, runtime_correlation_id) == 48);
+    assert!(offset_of!(MemcpyPrefix, graph_node_id) == 64);
+    assert!(offset_of!(MemcpyPrefix, graph_id) == 72);
+    assert!(offset_of!(MemcpyPrefix, channel_id) == 76);
+    assert!(size_of::<MemcpyPtoPPrefix>() == 88);
+    assert!(offset_of!(MemcpyPtoPPrefix, stream_id) == 40);
+    assert!(offset_of!(MemcpyPtoPPrefix, src_device_id) == 44);
+    assert!(offset_of!(MemcpyPtoPPrefix, dst_device_id) == 52);
+    assert!(offset_of!(MemcpyPtoPPrefix, correlation_id) == 60);
+    assert!(offset_of!(MemcpyPtoPPrefix, graph_node_id) == 72);
+    assert!(offset_of!(MemcpyPtoPPrefix, graph_id) == 80);
+    assert!(size_of::<MemsetPrefix>() == 80);
+    assert!(offset_of!(MemsetPrefix, value) == 4);
+    assert!(offset_of!(MemsetPrefix, bytes) == 8);
+    assert!(offset_of!(MemsetPrefix, stream_id) == 40);
+    assert!(offset_of!(MemsetPrefix, correlation_id) == 44);
+    assert!(offset_of!(MemsetPrefix, flags) == 48);
+    assert!(offset_of!(MemsetPrefix, memory_kind) == 50);
+    assert!(offset_of!(MemsetPrefix, graph_node_id) == 64);
+    assert!(offset_of!(MemsetPrefix, graph_id) == 72);
+};
+
 /// A record from a completed buffer, by kind.
 #[derive(Debug, Clone, Copy)]
 pub enum Activity {
     /// A kernel with a device timing (start and end both non-zero, end not before start).
     Kernel(KernelPrefix),
-    /// A kernel record without a usable timing (counted, not kept).
-    UntimedKernel,
+    /// A kernel, copy or set record without a usable timing (counted, not kept).
+    Untimed,
+    /// A memory copy with a device timing (a MEMCPY2 peer copy is given the same shape).
+    Copy(MemcpyPrefix),
+    /// A memory set with a device timing.
+    Set(MemsetPrefix),
     External(ExternalCorrelation),
     Api(ApiRecord),
     /// Any other kind (not subscribed by us, or another client's).
@@ -262,10 +380,56 @@ pub unsafe fn activity(record: *const u8) -> Activity {
         kind::CONCURRENT_KERNEL => {
             // SAFETY: kernel records are at least the 208-byte prefix (C.4).
             let r = unsafe { record.cast::<KernelPrefix>().read_unaligned() };
-            if r.start == 0 || r.end == 0 || r.end < r.start {
-                Activity::UntimedKernel
-            } else {
+            if timed(r.start, r.end) {
                 Activity::Kernel(r)
+            } else {
+                Activity::Untimed
+            }
+        }
+        kind::MEMCPY => {
+            // SAFETY: memcpy records are at least the 80-byte prefix (Memcpy5 is 88 bytes).
+            let r = unsafe { record.cast::<MemcpyPrefix>().read_unaligned() };
+            if timed(r.start, r.end) {
+                Activity::Copy(r)
+            } else {
+                Activity::Untimed
+            }
+        }
+        kind::MEMCPY2 => {
+            // SAFETY: MEMCPY2 records are MemcpyPtoP4 (96 bytes), beyond the 88-byte prefix.
+            let r = unsafe { record.cast::<MemcpyPtoPPrefix>().read_unaligned() };
+            if !timed(r.start, r.end) {
+                return Activity::Untimed;
+            }
+            // One shape for every copy: the device it ran on, its correlation, its graph node.
+            Activity::Copy(MemcpyPrefix {
+                kind: r.kind,
+                copy_kind: r.copy_kind,
+                src_kind: r.src_kind,
+                dst_kind: r.dst_kind,
+                flags: r.flags,
+                bytes: r.bytes,
+                start: r.start,
+                end: r.end,
+                device_id: r.device_id,
+                context_id: r.context_id,
+                stream_id: r.stream_id,
+                correlation_id: r.correlation_id,
+                runtime_correlation_id: 0,
+                pad: 0,
+                reserved0: std::ptr::null_mut(),
+                graph_node_id: r.graph_node_id,
+                graph_id: r.graph_id,
+                channel_id: r.channel_id,
+            })
+        }
+        kind::MEMSET => {
+            // SAFETY: memset records are at least the 80-byte prefix (Memset4 is 88 bytes).
+            let r = unsafe { record.cast::<MemsetPrefix>().read_unaligned() };
+            if timed(r.start, r.end) {
+                Activity::Set(r)
+            } else {
+                Activity::Untimed
             }
         }
         // SAFETY: the kinds' own structs (C.5).
@@ -274,4 +438,9 @@ pub unsafe fn activity(record: *const u8) -> Activity {
         kind::RUNTIME | kind::DRIVER => Activity::Api(unsafe { record.cast::<ApiRecord>().read_unaligned() }),
         _ => Activity::Other(k),
     }
+}
+
+/// Whether a device record carries a usable timing (CUPTI writes 0/0 for work it could not time).
+fn timed(start: u64, end: u64) -> bool {
+    start != 0 && end != 0 && end >= start
 }

@@ -315,6 +315,8 @@ pub const PHASE_LOAD: i32 = 1;
 pub const BUFFER_KIND_KERNEL_DISPATCH: i32 = 11;
 /// `ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API` (4.2; the same in every version).
 pub const BUFFER_KIND_HIP_RUNTIME_API: i32 = 5;
+/// `ROCPROFILER_BUFFER_TRACING_MEMORY_COPY` (the same value in every version).
+pub const BUFFER_KIND_MEMORY_COPY: i32 = 10;
 /// `rocprofiler_buffer_category_t` TRACING (4.5).
 pub const BUFFER_CATEGORY_TRACING: u32 = 1;
 /// `rocprofiler_buffer_policy_t` LOSSLESS (3.6).
@@ -474,6 +476,103 @@ pub unsafe fn kernel_dispatch(header: *const RecordHeader) -> Result<KernelDispa
         dispatch_id: r.dispatch_info.dispatch_id,
         workgroup_size: r.dispatch_info.workgroup_size,
         grid_size: r.dispatch_info.grid_size,
+    })
+}
+
+/// The 80 bytes of `rocprofiler_buffer_tracing_memory_copy_record_t` that 6.2 (80 bytes) and
+/// 7.0 (96: `dst_address`, `src_address` appended) share. The correlation id is 16 bytes in
+/// both (7.0's `rocprofiler_async_correlation_id_t`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryCopyRecord {
+    pub size: u64,
+    pub kind: i32,
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub thread_id: u64,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub dst_agent_id: u64,
+    pub src_agent_id: u64,
+    pub bytes: u64,
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<MemoryCopyRecord>() == 80);
+    assert!(offset_of!(MemoryCopyRecord, operation) == 12);
+    assert!(offset_of!(MemoryCopyRecord, correlation_internal) == 16);
+    assert!(offset_of!(MemoryCopyRecord, thread_id) == 32);
+    assert!(offset_of!(MemoryCopyRecord, start_timestamp) == 40);
+    assert!(offset_of!(MemoryCopyRecord, end_timestamp) == 48);
+    assert!(offset_of!(MemoryCopyRecord, dst_agent_id) == 56);
+    assert!(offset_of!(MemoryCopyRecord, src_agent_id) == 64);
+    assert!(offset_of!(MemoryCopyRecord, bytes) == 72);
+};
+
+/// `rocprofiler_memory_copy_operation_t` (the copy's direction; the same in 6.x and 7.x).
+pub mod memory_copy {
+    pub const NONE: i32 = 0;
+    pub const HOST_TO_HOST: i32 = 1;
+    pub const HOST_TO_DEVICE: i32 = 2;
+    pub const DEVICE_TO_HOST: i32 = 3;
+    pub const DEVICE_TO_DEVICE: i32 = 4;
+}
+
+/// A memory copy record, read and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryCopy {
+    /// `rocprofiler_memory_copy_operation_t` ([`memory_copy`]); any value is passed on.
+    pub operation: i32,
+    pub correlation_internal: u64,
+    pub correlation_external: u64,
+    pub thread_id: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub dst_agent_id: u64,
+    pub src_agent_id: u64,
+    pub bytes: u64,
+}
+
+/// Reads a MEMORY_COPY buffer record: `OtherKind` for any other record, `Malformed` for a null
+/// payload, a size below the 80 shared bytes, or an end before the start.
+///
+/// # Safety
+/// `header` is null or a record header the SDK passed to a buffer callback, valid for the call,
+/// whose payload is readable for its own `size` bytes.
+pub unsafe fn memory_copy(header: *const RecordHeader) -> Result<MemoryCopy, DispatchError> {
+    if header.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: non-null and valid for the call (contract).
+    let h = unsafe { std::ptr::read_unaligned(header) };
+    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_MEMORY_COPY as u32 {
+        return Err(DispatchError::OtherKind);
+    }
+    if h.payload.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: every buffer record starts with its u64 size (5.7).
+    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    if size < std::mem::size_of::<MemoryCopyRecord>() as u64 {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: the payload is readable for `size` bytes, at least the struct's 80.
+    let r = unsafe { std::ptr::read_unaligned(h.payload.cast::<MemoryCopyRecord>()) };
+    if r.end_timestamp < r.start_timestamp {
+        return Err(DispatchError::Malformed);
+    }
+    Ok(MemoryCopy {
+        operation: r.operation,
+        correlation_internal: r.correlation_internal,
+        correlation_external: r.correlation_external,
+        thread_id: r.thread_id,
+        start_ns: r.start_timestamp,
+        end_ns: r.end_timestamp,
+        dst_agent_id: r.dst_agent_id,
+        src_agent_id: r.src_agent_id,
+        bytes: r.bytes,
     })
 }
 

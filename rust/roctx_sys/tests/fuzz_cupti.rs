@@ -42,6 +42,8 @@ fn readable(kind: u32) -> usize {
         cupti::kind::CONCURRENT_KERNEL => 208,
         cupti::kind::EXTERNAL_CORRELATION => 24,
         cupti::kind::RUNTIME | cupti::kind::DRIVER => 40,
+        cupti::kind::MEMCPY | cupti::kind::MEMSET => 80,
+        cupti::kind::MEMCPY2 => 88,
         _ => 4,
     }
 }
@@ -66,8 +68,32 @@ fn target(g: &Guarded, input: &[u8]) {
             assert_eq!(k.block, [i32_at(&bytes, 64), i32_at(&bytes, 68), i32_at(&bytes, 72)]);
             assert_eq!(k.name as usize as u64, u64_at(&bytes, 104));
         }
-        Activity::UntimedKernel => {
-            assert_eq!(kind as i32, cupti::kind::CONCURRENT_KERNEL);
+        Activity::Copy(c) if kind as i32 == cupti::kind::MEMCPY2 => {
+            let (start, end) = (u64_at(&bytes, 16), u64_at(&bytes, 24));
+            assert!(start != 0 && end != 0 && end >= start, "timing {start}..{end} accepted");
+            assert_eq!((c.bytes, c.start, c.end, c.copy_kind), (u64_at(&bytes, 8), start, end, bytes[4]));
+            assert_eq!((c.device_id, c.stream_id, c.correlation_id), (u32_at(&bytes, 32), u32_at(&bytes, 40), u32_at(&bytes, 60)));
+            assert_eq!((c.graph_node_id, c.graph_id), (u64_at(&bytes, 72), u32_at(&bytes, 80)));
+        }
+        Activity::Copy(c) => {
+            assert_eq!(kind as i32, cupti::kind::MEMCPY);
+            let (start, end) = (u64_at(&bytes, 16), u64_at(&bytes, 24));
+            assert!(start != 0 && end != 0 && end >= start, "timing {start}..{end} accepted");
+            assert_eq!((c.copy_kind, c.src_kind, c.dst_kind), (bytes[4], bytes[5], bytes[6]));
+            assert_eq!((c.bytes, c.start, c.end), (u64_at(&bytes, 8), start, end));
+            assert_eq!((c.device_id, c.stream_id, c.correlation_id), (u32_at(&bytes, 32), u32_at(&bytes, 40), u32_at(&bytes, 44)));
+            assert_eq!((c.graph_node_id, c.graph_id), (u64_at(&bytes, 64), u32_at(&bytes, 72)));
+        }
+        Activity::Set(m) => {
+            assert_eq!(kind as i32, cupti::kind::MEMSET);
+            let (start, end) = (u64_at(&bytes, 16), u64_at(&bytes, 24));
+            assert!(start != 0 && end != 0 && end >= start, "timing {start}..{end} accepted");
+            assert_eq!((m.value, m.bytes, m.start, m.end), (u32_at(&bytes, 4), u64_at(&bytes, 8), start, end));
+            assert_eq!((m.stream_id, m.correlation_id, m.memory_kind), (u32_at(&bytes, 40), u32_at(&bytes, 44), u16::from_le_bytes([bytes[50], bytes[51]])));
+            assert_eq!((m.graph_node_id, m.graph_id), (u64_at(&bytes, 64), u32_at(&bytes, 72)));
+        }
+        Activity::Untimed => {
+            assert!(matches!(kind as i32, cupti::kind::CONCURRENT_KERNEL | cupti::kind::MEMCPY | cupti::kind::MEMCPY2 | cupti::kind::MEMSET));
             let (start, end) = (u64_at(&bytes, 16), u64_at(&bytes, 24));
             assert!(start == 0 || end == 0 || end < start, "timing {start}..{end} refused");
         }
@@ -112,7 +138,32 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         r[32..36].copy_from_slice(&4242u32.to_le_bytes());
         r
     };
+    // Memcpy6 (96 bytes) and Memset4 (88), as CUDA 13.0 writes them from a graph launch.
+    let copy = |kind: u32, start: u64, end: u64, len: usize| {
+        let mut r = vec![0u8; len];
+        r[0..4].copy_from_slice(&kind.to_le_bytes());
+        r[4..8].copy_from_slice(&[8, 3, 3, 0]);
+        r[8..16].copy_from_slice(&4_194_304u64.to_le_bytes());
+        r[16..24].copy_from_slice(&start.to_le_bytes());
+        r[24..32].copy_from_slice(&end.to_le_bytes());
+        for (at, v) in [(40, 13u32), (44, 142), (72, 2)] {
+            r[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        r[50..52].copy_from_slice(&3u16.to_le_bytes());
+        r[64..72].copy_from_slice(&((2u64 << 32) | 1).to_le_bytes());
+        r
+    };
     vec![
+        ("memcpy6_graph.bin", copy(1, 1_000, 2_000, 96)),
+        ("memcpy_untimed.bin", copy(1, 0, 0, 96)),
+        ("memset4_graph.bin", copy(2, 1_000, 2_000, 88)),
+        ("memcpy_ptop4.bin", {
+            let mut r = copy(22, 1_000, 2_000, 96);
+            r[4] = 10;
+            r[60..64].copy_from_slice(&142u32.to_le_bytes());
+            r
+        }),
+        ("memset_backwards.bin", copy(2, 2_000, 1_000, 88)),
         ("kernel10.bin", kernel(1_000, 2_000)),
         ("kernel_untimed.bin", kernel(0, 0)),
         ("kernel_backwards.bin", kernel(2_000, 1_000)),

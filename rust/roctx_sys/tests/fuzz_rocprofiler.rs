@@ -31,6 +31,11 @@
 //!   TRACING/HIP_RUNTIME_API, "malformed" for a null payload, a `size` under the layout's record
 //!   or an end before the start, and otherwise reads operation, correlation, times and thread
 //!   at the layout's offsets.
+//! - `6` MEMORY_COPY buffer record: `category: u32 LE`, `kind: u32 LE`, then the record as in
+//!   `4` (at most 96 readable: 7.0's size). `memory_copy` says "other kind" exactly when
+//!   category/kind are not TRACING/MEMORY_COPY, "malformed" for a null payload, a `size` under
+//!   the 80 bytes 6.2 and 7.0 share or an end before the start, and otherwise reads every field
+//!   of those 80 bytes at the spec's offset.
 
 use std::ffi::{c_void, CStr};
 
@@ -266,17 +271,73 @@ fn hip_api(g: &Guarded, body: &[u8]) {
     assert_eq!(got.err(), Some(if ours { rocprofiler::DispatchError::Malformed } else { rocprofiler::DispatchError::OtherKind }));
 }
 
+/// A MEMORY_COPY buffer record: `[category][kind][record]`, placed with exactly what its `size`
+/// promises readable (at least 8 bytes, at most 96).
+fn memory_copy(g: &Guarded, body: &[u8]) {
+    let word = |at: usize| u32::from_le_bytes([0, 1, 2, 3].map(|i| body.get(at + i).copied().unwrap_or(0)));
+    let (category, kind) = (word(0), word(4));
+    let mut bytes = body.get(8..).unwrap_or_default().to_vec();
+    if bytes.len() < 8 {
+        bytes.resize(8, 0);
+    }
+    let size = u64_at(&bytes, 0);
+    let readable = match usize::try_from(size) {
+        Ok(s) if s <= 96 => s.max(8),
+        _ => bytes.len().max(96),
+    };
+    bytes.resize(readable, 0);
+    let ptr = g.place(&bytes);
+    let ours = category == rocprofiler::BUFFER_CATEGORY_TRACING && kind == rocprofiler::BUFFER_KIND_MEMORY_COPY as u32;
+    let header = rocprofiler::RecordHeader { category, kind, payload: ptr.cast() };
+    // SAFETY: a valid header whose payload is readable for what its `size` promises.
+    let got = unsafe { rocprofiler::memory_copy(&header) };
+    let mut padded = bytes.clone();
+    padded.resize(padded.len().max(80), 0);
+    let (start, end) = (u64_at(&padded, 40), u64_at(&padded, 48));
+    match got {
+        Err(rocprofiler::DispatchError::OtherKind) => assert!(!ours, "category {category} kind {kind} is ours"),
+        Err(rocprofiler::DispatchError::Malformed) => {
+            assert!(ours, "another kind's record judged malformed");
+            assert!(size < 80 || end < start, "size {size}, {start}..{end} rejected");
+        }
+        Ok(c) => {
+            assert!(ours && size >= 80 && end >= start, "size {size} accepted");
+            assert_eq!((c.operation, c.correlation_internal, c.correlation_external), (i32_at(&padded, 12), u64_at(&padded, 16), u64_at(&padded, 24)));
+            assert_eq!((c.thread_id, c.start_ns, c.end_ns), (u64_at(&padded, 32), start, end));
+            assert_eq!((c.dst_agent_id, c.src_agent_id, c.bytes), (u64_at(&padded, 56), u64_at(&padded, 64), u64_at(&padded, 72)));
+        }
+    }
+    let null = rocprofiler::RecordHeader { category, kind, payload: std::ptr::null_mut() };
+    // SAFETY: a null payload is allowed.
+    let got = unsafe { rocprofiler::memory_copy(&null) };
+    assert_eq!(got.err(), Some(if ours { rocprofiler::DispatchError::Malformed } else { rocprofiler::DispatchError::OtherKind }));
+}
+
 fn target(g: &Guarded, input: &[u8]) {
     let _running = guard::running(input);
     let body = input.get(1..).unwrap_or_default();
-    match input.first().copied().unwrap_or(0) % 6 {
+    match input.first().copied().unwrap_or(0) % 7 {
         0 => record(g, body),
         1 => payload(g, body),
         2 => c_string(g, body),
         3 => client_id(g, body),
         4 => dispatch(g, body),
-        _ => hip_api(g, body),
+        5 => hip_api(g, body),
+        _ => memory_copy(g, body),
     }
+}
+
+/// A memory copy record of `size` bytes (96 written: 7.0's layout) with recognizable fields.
+fn memory_copy_seed(category: u32, kind: u32, size: u64, start: u64, end: u64) -> Vec<u8> {
+    let mut r = [0u8; 96];
+    r[0..8].copy_from_slice(&size.to_le_bytes());
+    r[8..12].copy_from_slice(&10i32.to_le_bytes());
+    r[12..16].copy_from_slice(&4i32.to_le_bytes());
+    for (at, v) in [(16, 77u64), (24, 0x0000_0002_0000_0005), (32, 4242), (40, start), (48, end), (56, 0x5000), (64, 0x6000), (72, 1 << 22), (80, 0xdead), (88, 0xbeef)] {
+        r[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    let cut = usize::try_from(size).unwrap_or(usize::MAX).min(96);
+    [&[6u8][..], &category.to_le_bytes(), &kind.to_le_bytes(), &r[..cut.max(8)]].concat()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,6 +462,11 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("dispatch_memory_copy_kind.bin", dispatch_seed(1, 12, 184, 1000, 2000)),
         ("dispatch_pc_sampling_category.bin", dispatch_seed(2, 11, 184, 1000, 2000)),
         ("dispatch_size_0.bin", dispatch_seed(1, 11, 0, 0, 0)),
+        ("memory_copy_v6_80.bin", memory_copy_seed(1, 10, 80, 1000, 2000)),
+        ("memory_copy_v7_96.bin", memory_copy_seed(1, 10, 96, 1000, 2000)),
+        ("memory_copy_72_short.bin", memory_copy_seed(1, 10, 72, 1000, 2000)),
+        ("memory_copy_end_before_start.bin", memory_copy_seed(1, 10, 96, 2000, 1000)),
+        ("memory_copy_dispatch_kind.bin", memory_copy_seed(1, 11, 96, 1000, 2000)),
         ("hip_api_v6_56.bin", hip_api_seed(false, 1, 5, 56, 1000, 2000)),
         ("hip_api_v7_64.bin", hip_api_seed(true, 1, 5, 64, 1000, 2000)),
         ("hip_api_v7_record_read_as_v6.bin", hip_api_seed(false, 1, 5, 64, 1000, 2000)),

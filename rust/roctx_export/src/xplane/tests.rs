@@ -414,6 +414,8 @@ fn kernels_become_gpu_planes_under_the_range_that_launched_them_with_a_flow_each
     t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_100_000, end_ns: 5_000_000, label: step, depth: 0, seq: 1 });
     t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_200_000, end_ns: 1_300_000, label: fusion, depth: 1, seq: 2 });
     let d = |start: u64, end: u64, kernel: u64, queue: u64, range: u32| Dispatch {
+        work: Default::default(),
+        graph: Default::default(),
         start_ns: start,
         end_ns: end,
         kernel_id: kernel,
@@ -440,12 +442,12 @@ fn kernels_become_gpu_planes_under_the_range_that_launched_them_with_a_flow_each
     };
     t.add_kernels(&snapshot);
     assert_eq!(t.kernels.len(), 3);
-    assert!(t.warnings.iter().any(|w| w.contains("1 GPU kernels ran outside the session window")), "{:?}", t.warnings);
+    assert!(t.warnings.iter().any(|w| w.contains("1 GPU kernels, copies and sets ran outside the session window")), "{:?}", t.warnings);
 
     let space = standalone_xspace(&t);
     let gpu = space.planes.iter().find(|p| p.name == "/device:GPU:0").expect("a GPU plane");
     let names: Vec<_> = gpu.lines.iter().map(|l| l.name.as_str()).collect();
-    assert_eq!(names, ["Stream #0", "Stream #1"], "one line per queue");
+    assert_eq!(names, ["Stream #16(Compute)", "Stream #32(Compute)"], "one line per real stream, named as XLA names its own");
     let stat = |e: &XEvent, name: &str| {
         e.stats.iter().find(|s| gpu.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.clone())
     };
@@ -477,12 +479,81 @@ fn kernels_become_gpu_planes_under_the_range_that_launched_them_with_a_flow_each
     assert!(gemm["args"].get("_c").is_some(), "the consumer id is an ordinary arg in Chrome JSON");
 }
 
+#[test]
+fn copies_sets_and_graph_work_are_drawn_as_xla_draws_them_on_their_streams() {
+    use roctx_kernels::{Direction, Dispatch, GraphNode, KernelSnapshot, MemCopy, MemSet, MemoryKind, Work};
+    let mut t = Trace::new("h", 1_000_000, 9_000_000);
+    let thunk = t.label("Thunk:#hlo_op=command_buffer_1#");
+    t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_100_000, end_ns: 1_200_000, label: thunk, depth: 0, seq: 1 });
+    let node = |i: u64| GraphNode { graph_id: 2, node_id: (2 << 32) | i };
+    let d = |work: Work, start: u64, stream: u64, graph: GraphNode| Dispatch {
+        work,
+        graph,
+        start_ns: start,
+        end_ns: start + 1_000,
+        kernel_id: u64::from(work == Work::Kernel),
+        invocation: 0,
+        range: 0,
+        thread_id: 77,
+        launch_ns: 1_150_000, // one cudaGraphLaunch inside the thunk
+        agent_id: 0,
+        queue_id: stream,
+        dispatch_id: start,
+        correlation_id: 142,
+        workgroup: [256, 1, 1],
+        grid: [256, 1, 1],
+    };
+    let d2d = Work::Copy(MemCopy { bytes: 4_194_304, direction: Direction::DeviceToDevice, src: MemoryKind::Device, dst: MemoryKind::Device, is_async: true });
+    let h2d = Work::Copy(MemCopy { bytes: 4096, direction: Direction::HostToDevice, src: MemoryKind::Pinned, dst: MemoryKind::Device, is_async: true });
+    let set = Work::Set(MemSet { bytes: 4_194_304, value: 0, memory: MemoryKind::Device, is_async: true });
+    let snapshot = KernelSnapshot {
+        dispatches: vec![
+            d(Work::Kernel, 2_000_000, 13, node(0)),
+            d(d2d, 2_100_000, 13, node(1)),
+            d(set, 2_200_000, 13, node(2)),
+            d(h2d, 2_300_000, 14, GraphNode::default()),
+        ],
+        names: [(1, "k_add(float*, int)".into())].into_iter().collect(),
+        ..KernelSnapshot::default()
+    };
+    t.add_kernels(&snapshot);
+    let space = standalone_xspace(&t);
+    let gpu = space.planes.iter().find(|p| p.name == "/device:GPU:0").expect("a GPU plane");
+    let names: Vec<_> = gpu.lines.iter().map(|l| (l.id, l.name.as_str())).collect();
+    assert_eq!(names, [(13, "Stream #13(Compute,MemcpyD2D,Memset)"), (14, "Stream #14(MemcpyH2D)")]);
+    let stat = |e: &XEvent, name: &str| e.stats.iter().find(|s| gpu.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.clone());
+    let event_name = |e: &XEvent| gpu.event_metadata[&e.metadata_id].name.clone();
+    let [kernel, copy, memset] = &gpu.lines[0].events[..] else { panic!("three events on stream 13") };
+    assert_eq!((event_name(kernel), event_name(copy), event_name(memset)), ("k_add(float*, int)".into(), "MemcpyD2D".into(), "Memset 3".into()));
+    assert_eq!(stat(copy, "memcpy_details"), Some(x_stat::Value::StrValue("kind_src:device kind_dst:device size:4194304 dest:0 async:1".into())));
+    assert_eq!(stat(memset, "Memset_details"), Some(x_stat::Value::StrValue("kind:device num_bytes:4194304 async:1".into())));
+    assert!(stat(copy, "kernel_details").is_none(), "a copy is not a kernel to XProf");
+    for (i, e) in [kernel, copy, memset].into_iter().enumerate() {
+        assert_eq!(stat(e, "cuda_graph_id"), Some(x_stat::Value::Uint64Value(2)));
+        assert_eq!(stat(e, "cuda_graph_node_id"), Some(x_stat::Value::Uint64Value((2 << 32) | i as u64)));
+        let Some(x_stat::Value::RefValue(r)) = stat(e, "nvtx_range") else { panic!("every graph node under the range open at the graph launch") };
+        assert_eq!(gpu.stat_metadata[&(r as i64)].name, "Thunk:#hlo_op=command_buffer_1#");
+    }
+    let h2d_event = &gpu.lines[1].events[0];
+    assert_eq!(event_name(h2d_event), "MemcpyH2D");
+    assert!(stat(h2d_event, "cuda_graph_id").is_none(), "not a graph launch: no graph stats");
+    assert!(validate(&space).is_empty(), "{:?}", validate(&space));
+    // Chrome JSON carries them too, details as args.
+    let json = crate::chrome::from_xspace(&space);
+    let events = json["traceEvents"].as_array().unwrap();
+    let copy_json = events.iter().find(|e| e["name"] == "MemcpyD2D").expect("the copy in Chrome JSON");
+    assert_eq!(copy_json["args"]["memcpy_details"], "kind_src:device kind_dst:device size:4194304 dest:0 async:1");
+    assert!(events.iter().any(|e| e["name"] == "thread_name" && e["args"]["name"] == "Stream #13(Compute,MemcpyD2D,Memset)"));
+}
+
 fn one_kernel_trace() -> Trace {
     use roctx_kernels::{Dispatch, KernelSnapshot};
     let mut t = Trace::new("h", 1_000_000, 9_000_000);
     let fusion = t.label("fusion.3");
     t.events.push(Event { kind: EventKind::Range, tid: 77, end_tid: 77, start_ns: 1_200_000, end_ns: 1_300_000, label: fusion, depth: 0, seq: 1 });
     let d = Dispatch {
+        work: Default::default(),
+        graph: Default::default(),
         start_ns: 1_250_000,
         end_ns: 1_400_000,
         kernel_id: 1,

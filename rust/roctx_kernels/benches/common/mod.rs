@@ -135,6 +135,7 @@ impl Capture {
             correlation_id: start_ns / 7,
             workgroup: [256, 1, 1],
             grid: [65536, 1, 1],
+            ..RawDispatch::default()
         }
     }
 }

@@ -3,8 +3,18 @@
 //! roofline report and op scopes work unchanged.
 //!
 //! - **No subscriber**: only the activity API (a `cuptiSubscribe` would make XLA's own tracer
-//!   fail, C.9). Kinds CONCURRENT_KERNEL, RUNTIME and DRIVER (cudart launches and driver
-//!   launches, C.8).
+//!   fail, C.9). Kinds CONCURRENT_KERNEL, MEMCPY, MEMSET (the GPU's work), RUNTIME and DRIVER
+//!   (cudart and driver calls: the launches, C.8).
+//! - **Graphs**: a kernel, copy or set run by a CUDA graph (an XLA command buffer) carries the
+//!   `cudaGraphLaunch`/`cuGraphLaunch` call's correlation id, so it joins that launch like any
+//!   kernel; its `graphId`/`graphNodeId` are kept (docs/kernels.md says what CUPTI does not give).
+//! - **Sharing CUPTI** with another profiler (XLA's tracer under `jax.profiler`, Kineto): its
+//!   `cuptiActivityRegisterCallbacks` takes the delivery of every buffer, ours included, and its
+//!   `cuptiFinalize` drops our callbacks, kinds and clock. So a watch thread hands CUPTI's
+//!   completed records to us every [`WATCH_PERIOD`] (what can be lost at a takeover is what
+//!   arrived since), and sees a finalize as CUPTI's clock no longer being ours: it then sets
+//!   CUPTI up again and says once, at warning level, how many API calls (by correlation id) it
+//!   did not see ([`roctx_kernels::KernelStats::not_seen`]).
 //! - **One clock**: a timestamp callback returning `CLOCK_BOOTTIME` ns, registered before any
 //!   kind is enabled, puts kernels and API calls on the clock of our ranges (if CUPTI refuses
 //!   it, its `CLOCK_REALTIME` stamps are shifted by the offset measured at start-up).
@@ -20,17 +30,23 @@
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use roctx_config::log;
-use roctx_kernels::{Launch, RawDispatch};
+use roctx_kernels::{Direction, GraphNode, Launch, MemCopy, MemSet, MemoryKind, RawDispatch, Work};
 use roctx_sys::cupti::{self, Activity, Api};
 
 /// Bytes of one activity buffer.
 pub const BUFFER_BYTES: usize = 4 << 20;
 /// Most buffers handed to CUPTI and not yet returned.
 pub const MAX_BUFFERS: usize = 64;
+/// How often the watch thread asks CUPTI for its completed records and checks that CUPTI is
+/// still set up for us.
+pub const WATCH_PERIOD: Duration = Duration::from_millis(100);
+/// CUPTI's clock farther than this from `CLOCK_BOOTTIME` is no longer our timestamp callback.
+const CLOCK_LOST_NS: u64 = 1_000_000_000;
 /// Threads whose ids are kept for the join (a process creating more annotating threads than
 /// this keeps CUPTI's ids for the newest).
 const MAX_THREADS: usize = 1 << 16;
@@ -61,8 +77,9 @@ pub fn start() {
         Ok(()) => {
             STATE.store(1, Ordering::Release);
             if let Some(api) = API.get() {
-                log::info(format_args!("CUPTI {} from {}: tracing kernels", api.version, api.location));
+                log::info(format_args!("CUPTI {} from {}: tracing kernels, memory copies and sets", api.version, api.location));
             }
+            start_watch();
         }
         Err(why) => {
             STATE.store(2, Ordering::Release);
@@ -90,6 +107,9 @@ fn set_up(api: &Api) -> Result<(), String> {
     check("cuptiActivityRegisterCallbacks", unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) })?;
     for (kind, name) in [
         (cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
+        (cupti::kind::MEMCPY, "MEMCPY"),
+        (cupti::kind::MEMCPY2, "MEMCPY2"),
+        (cupti::kind::MEMSET, "MEMSET"),
         (cupti::kind::RUNTIME, "RUNTIME"),
         (cupti::kind::DRIVER, "DRIVER"),
     ] {
@@ -125,8 +145,113 @@ pub fn flush() {
     // Everything delivered: a kernel still waiting for its API record has none.
     roctx_kernels::settle();
     let (kernels, launches) = (SEEN[0].load(Ordering::Relaxed), SEEN[1].load(Ordering::Relaxed));
-    let unjoined = roctx_kernels::stats().unjoined;
-    log::info(format_args!("CUPTI: {kernels} kernels and {launches} API calls so far; {unjoined} kernels since the last reset not matched to their launch"));
+    let stats = roctx_kernels::stats();
+    log::info(format_args!(
+        "CUPTI: {kernels} kernels, copies and sets and {launches} API calls so far; since the last reset {} not matched to their launch, {} API calls not seen (another profiler held CUPTI)",
+        stats.unjoined, stats.not_seen
+    ));
+    // A forced flush returns every buffer CUPTI holds to whoever it delivers to: one of ours
+    // still out means that is another client now.
+    let kept = OUTSTANDING.load(Ordering::Acquire);
+    if kept > 0 {
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::AcqRel) {
+            log::warn(format_args!(
+                "CUPTI: another profiler holds CUPTI's activity API and has not released it (no cuptiFinalize yet): {kept} of our buffers went to it, and what the GPU did since it took over is not in this trace"
+            ));
+        }
+    }
+}
+
+// ---- sharing CUPTI with another profiler ----
+
+/// The highest API correlation id delivered to us.
+static LAST_CORRELATION: AtomicU32 = AtomicU32::new(0);
+/// Set up again after another client's finalize; the next API records say how many we missed.
+static RESUMED_AFTER: AtomicU64 = AtomicU64::new(NOT_RESUMED);
+const NOT_RESUMED: u64 = u64::MAX;
+
+fn start_watch() {
+    if CLOCK_SHIFT.load(Ordering::Acquire) != 0 {
+        // Without our clock in CUPTI there is no sign of another client's finalize.
+        log::info(format_args!("CUPTI: our timestamp callback was refused: a profiler that takes CUPTI over will not be followed by a resume"));
+    }
+    let spawned = std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| loop {
+        std::thread::sleep(WATCH_PERIOD);
+        roctx_sys::guard((), watch_once);
+    });
+    if let Err(e) = spawned {
+        log::warn(format_args!("CUPTI: no watch thread ({e}): records are delivered only when full or at a flush, and a profiler that takes CUPTI over is not followed"));
+    }
+}
+
+/// One tick: hand completed records over (to whoever CUPTI delivers to now), and set CUPTI up
+/// again if another client finalized it.
+fn watch_once() {
+    let Some(api) = API.get() else { return };
+    if !active() {
+        return;
+    }
+    if CLOCK_SHIFT.load(Ordering::Acquire) == 0 && !clock_is_ours(api) {
+        resume(api);
+        return;
+    }
+    // SAFETY: flag 0: only records already complete; synchronous, calls the completion callback.
+    unsafe { (api.flush_all)(0) };
+}
+
+/// Whether CUPTI still stamps with our callback (another client's `cuptiFinalize` drops it,
+/// and CUPTI falls back to `CLOCK_REALTIME`, 1.7e18 ns away from `CLOCK_BOOTTIME`).
+fn clock_is_ours(api: &Api) -> bool {
+    let Some(get) = api.get_timestamp else { return true };
+    let mut t = 0u64;
+    // SAFETY: a valid out-pointer.
+    if unsafe { get(&mut t) } != cupti::SUCCESS {
+        return true;
+    }
+    t.abs_diff(roctx_sys::os::boottime_ns()) < CLOCK_LOST_NS
+}
+
+/// Another client finalized CUPTI: set it up for us again. Its correlation ids go on (or start
+/// over): kernels still waiting for a launch are settled and the launch window emptied.
+fn resume(api: &Api) {
+    roctx_kernels::settle();
+    roctx_kernels::source_restarted();
+    // Our buffers that the other client received were freed by it; none will come back.
+    OUTSTANDING.store(0, Ordering::Release);
+    RESUMED_AFTER.store(u64::from(LAST_CORRELATION.load(Ordering::Acquire)), Ordering::Release);
+    match set_up(api) {
+        Ok(()) => log::info(format_args!("CUPTI: another profiler released CUPTI (cuptiFinalize); tracing again")),
+        Err(why) => {
+            STATE.store(2, Ordering::Release);
+            log::warn(format_args!("CUPTI: another profiler released CUPTI, but tracing could not start again: {why}"));
+        }
+    }
+}
+
+/// The first API records after a resume: how many calls were never seen, said once.
+fn after_resume(first: u32) {
+    let after = RESUMED_AFTER.swap(NOT_RESUMED, Ordering::AcqRel);
+    if after == NOT_RESUMED {
+        return;
+    }
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let missed = u64::from(first).checked_sub(after + 1);
+    if let Some(n) = missed {
+        roctx_kernels::count_not_seen(n);
+    }
+    let how_many = match missed {
+        Some(n) => format!("{n} CUDA API calls (correlation ids {} to {}) and the kernels, copies and sets they launched", after + 1, u64::from(first) - 1),
+        None => "an unknown number of CUDA API calls (CUPTI's correlation ids started over)".to_owned(),
+    };
+    let message = format_args!(
+        "CUPTI: another profiler (XLA's tracer under jax.profiler, Kineto, ...) took CUPTI's activity API; {how_many} went to it, not to this trace; tracing resumed when it finalized CUPTI"
+    );
+    if SAID.swap(true, Ordering::AcqRel) {
+        log::info(message);
+    } else {
+        log::warn(message);
+    }
 }
 
 thread_local! {
@@ -238,7 +363,8 @@ unsafe extern "C" fn buffer_completed(_context: *mut std::ffi::c_void, _stream: 
     });
     // SAFETY: the buffer buffer_requested allocated, returned to us.
     drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(buffer.cast::<u64>(), BUFFER_BYTES / 8)) });
-    OUTSTANDING.fetch_sub(1, Ordering::AcqRel);
+    // Saturating: a resume forgot the buffers the other client took, and one may yet come back.
+    let _ = OUTSTANDING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
 }
 
 /// # Safety
@@ -249,12 +375,15 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
     let mut batch = Vec::new();
     let mut launches = Vec::new();
     let mut rejected = 0u64;
+    let (mut first_api, mut last_api) = (u32::MAX, 0u32);
     let mut record: *mut u8 = std::ptr::null_mut();
     // SAFETY: CUPTI's iteration over its own buffer, which we hold.
     while unsafe { (api.get_next_record)(buffer, valid, &mut record) } == cupti::SUCCESS && !record.is_null() {
         // SAFETY: a record CUPTI just returned from the buffer we hold.
         match unsafe { cupti::activity(record) } {
             Activity::Api(a) => {
+                first_api = first_api.min(a.correlation_id);
+                last_api = last_api.max(a.correlation_id);
                 let start_ns = boottime(a.start);
                 launches.push(Launch { correlation_id: u64::from(a.correlation_id), thread_id: joins.os_thread(a.thread_id, start_ns), start_ns, end_ns: boottime(a.end) });
             }
@@ -268,6 +397,8 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
                 }
                 let work_items = |g: i32, b: i32| u32::try_from(i64::from(g) * i64::from(b)).unwrap_or(u32::MAX);
                 batch.push(RawDispatch {
+                    work: Work::Kernel,
+                    graph: GraphNode { graph_id: k.graph_id, node_id: k.graph_node_id },
                     start_ns: boottime(k.start),
                     end_ns: boottime(k.end),
                     kernel_id,
@@ -282,15 +413,61 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
                     grid: [work_items(k.grid[0], k.block[0]), work_items(k.grid[1], k.block[1]), work_items(k.grid[2], k.block[2])],
                 });
             }
-            Activity::UntimedKernel => rejected += 1,
+            Activity::Copy(c) => {
+                let work = Work::Copy(MemCopy {
+                    bytes: c.bytes,
+                    direction: direction(c.copy_kind),
+                    src: MemoryKind::from_cupti(c.src_kind.into()),
+                    dst: MemoryKind::from_cupti(c.dst_kind.into()),
+                    is_async: c.flags & 1 != 0,
+                });
+                batch.push(moved(work, c.start, c.end, c.device_id, c.stream_id, c.correlation_id, GraphNode { graph_id: c.graph_id, node_id: c.graph_node_id }));
+            }
+            Activity::Set(m) => {
+                let work = Work::Set(MemSet { bytes: m.bytes, value: m.value, memory: MemoryKind::from_cupti(m.memory_kind.into()), is_async: m.flags & 1 != 0 });
+                batch.push(moved(work, m.start, m.end, m.device_id, m.stream_id, m.correlation_id, GraphNode { graph_id: m.graph_id, node_id: m.graph_node_id }));
+            }
+            Activity::Untimed => rejected += 1,
             _ => {}
         }
     }
     drop(guard);
+    if last_api != 0 {
+        after_resume(first_api);
+        LAST_CORRELATION.fetch_max(last_api, Ordering::AcqRel);
+    }
     SEEN[0].fetch_add(batch.len() as u64, Ordering::Relaxed);
     SEEN[1].fetch_add(launches.len() as u64, Ordering::Relaxed);
     roctx_kernels::count_rejected(rejected);
     // Launches first: a buffer's kernels join its own API records at once, whatever the order.
     roctx_kernels::record_launches(launches);
     roctx_kernels::record_dispatch(batch);
+}
+
+/// A copy or set record, joined by its launching call like a kernel.
+fn moved(work: Work, start: u64, end: u64, device: u32, stream: u32, correlation: u32, graph: GraphNode) -> RawDispatch {
+    RawDispatch {
+        work,
+        graph,
+        start_ns: boottime(start),
+        end_ns: boottime(end),
+        by_launch: true,
+        agent_id: u64::from(device),
+        queue_id: u64::from(stream),
+        dispatch_id: u64::from(correlation),
+        correlation_id: u64::from(correlation),
+        ..RawDispatch::default()
+    }
+}
+
+/// CUPTI's `CUpti_ActivityMemcpyKind` as XLA's tracer maps it (arrays and host-to-host are
+/// "other").
+fn direction(copy_kind: u8) -> Direction {
+    match copy_kind {
+        1 => Direction::HostToDevice,
+        2 => Direction::DeviceToHost,
+        8 => Direction::DeviceToDevice,
+        10 => Direction::PeerToPeer,
+        _ => Direction::Other,
+    }
 }

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use roctx_config::log;
-use roctx_kernels::{Launch, RawDispatch};
+use roctx_kernels::{Direction, MemCopy, MemoryKind, Work, Launch, RawDispatch};
 use roctx_sys::rocprofiler::{self, CallbackRecordV6, CallbackRecordV7, KernelApi, Layout, Record, RecordHeader, SdkApi};
 
 /// Bytes of the dispatch buffer (the SDK allocates it twice for LOSSLESS): about 365,000
@@ -96,6 +96,12 @@ fn set_up(api: &SdkApi, layout: Layout) -> Result<(), String> {
     check(api, "rocprofiler_configure_buffer_tracing_service(KERNEL_DISPATCH)", unsafe {
         (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_KERNEL_DISPATCH, std::ptr::null(), 0, buffer)
     })?;
+    // Memory copies beside the kernels; without them kernels are still traced.
+    // SAFETY: all operations of MEMORY_COPY into our buffer.
+    let status = unsafe { (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_MEMORY_COPY, std::ptr::null(), 0, buffer) };
+    if status != 0 {
+        log::warn(format_args!("rocprofiler-sdk: MEMORY_COPY tracing refused ({}); memory copies will not be recorded", api.status_name(status)));
+    }
     LAYOUT_V7.store(layout == Layout::V7, Ordering::Release);
     // The launch calls, for the join; every HIP call if the SDK cannot name its operations.
     let ops = k.operations_named(rocprofiler::BUFFER_KIND_HIP_RUNTIME_API, enqueues).unwrap_or_default();
@@ -264,11 +270,17 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
                     correlation_id: d.correlation_internal,
                     workgroup: [d.workgroup_size.x, d.workgroup_size.y, d.workgroup_size.z],
                     grid: [d.grid_size.x, d.grid_size.y, d.grid_size.z],
+                    ..RawDispatch::default()
                 }),
-                // SAFETY: as above; a HIP API record of the layout the SDK's version has.
-                Err(rocprofiler::DispatchError::OtherKind) => match unsafe { rocprofiler::hip_api_call(header, layout) } {
-                    Ok(c) => launches.push(Launch { correlation_id: c.correlation_internal, thread_id: c.thread_id, start_ns: c.start_ns, end_ns: c.end_ns }),
-                    Err(rocprofiler::DispatchError::OtherKind) => {}
+                // SAFETY: as above.
+                Err(rocprofiler::DispatchError::OtherKind) => match unsafe { rocprofiler::memory_copy(header) } {
+                    Ok(c) => batch.push(copy(&c, by_launch)),
+                    // SAFETY: as above; a HIP API record of the layout the SDK's version has.
+                    Err(rocprofiler::DispatchError::OtherKind) => match unsafe { rocprofiler::hip_api_call(header, layout) } {
+                        Ok(c) => launches.push(Launch { correlation_id: c.correlation_internal, thread_id: c.thread_id, start_ns: c.start_ns, end_ns: c.end_ns }),
+                        Err(rocprofiler::DispatchError::OtherKind) => {}
+                        Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
+                    },
                     Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
                 },
                 Err(rocprofiler::DispatchError::Malformed) => rejected += 1,
@@ -303,5 +315,32 @@ unsafe fn on_code_object(record: &Record) {
     match unsafe { rocprofiler::kernel_symbol(record.payload) } {
         Some(symbol) => roctx_kernels::register_kernel_symbol(symbol.kernel_id, &symbol.name),
         None => roctx_kernels::count_rejected(1),
+    }
+}
+
+/// A MEMORY_COPY record as the stage's activity. The SDK names no stream for a copy (it runs on
+/// a DMA engine, not a HIP queue): copies go on stream 0 of the GPU end of the copy.
+fn copy(c: &rocprofiler::MemoryCopy, by_launch: bool) -> RawDispatch {
+    use rocprofiler::memory_copy as op;
+    let (direction, gpu) = match c.operation {
+        op::HOST_TO_DEVICE => (Direction::HostToDevice, c.dst_agent_id),
+        op::DEVICE_TO_HOST => (Direction::DeviceToHost, c.src_agent_id),
+        op::DEVICE_TO_DEVICE if c.src_agent_id != c.dst_agent_id => (Direction::PeerToPeer, c.src_agent_id),
+        op::DEVICE_TO_DEVICE => (Direction::DeviceToDevice, c.src_agent_id),
+        _ => (Direction::Other, c.dst_agent_id),
+    };
+    let memory = |device: bool| if device { MemoryKind::Device } else { MemoryKind::Unknown };
+    let device_src = matches!(direction, Direction::DeviceToHost | Direction::DeviceToDevice | Direction::PeerToPeer);
+    let device_dst = matches!(direction, Direction::HostToDevice | Direction::DeviceToDevice | Direction::PeerToPeer);
+    RawDispatch {
+        work: Work::Copy(MemCopy { bytes: c.bytes, direction, src: memory(device_src), dst: memory(device_dst), is_async: false }),
+        start_ns: c.start_ns,
+        end_ns: c.end_ns,
+        external: c.correlation_external,
+        by_launch,
+        thread_id: c.thread_id,
+        agent_id: gpu,
+        correlation_id: c.correlation_internal,
+        ..RawDispatch::default()
     }
 }
