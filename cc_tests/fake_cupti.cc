@@ -1,23 +1,59 @@
 // A test double of libcupti's activity API (nvidia_sources.md C), with CUPTI 13.0's record
-// layouts: CUpti_ActivityKernel10 (216 bytes; the 208-byte prefix shared with Kernel9/13),
-// CUpti_ActivityExternalCorrelation (24), CUpti_ActivityAPI (40). Records are written into the
-// client's requested buffers in CUPTI's order (external correlation, then the API record, then
-// the kernel) and handed back by cuptiActivityFlushAll, on the calling thread.
+// layouts, offsets asserted: CUpti_ActivityKernel10 (kind CONCURRENT_KERNEL 10, 216 bytes; the
+// 208-byte prefix shared with Kernel9/13), CUpti_ActivityMemcpy6 (MEMCPY 1, 96),
+// CUpti_ActivityMemset4 (MEMSET 2, 88), CUpti_ActivityMemcpyPtoP4 (MEMCPY2 22, 96),
+// CUpti_ActivityExternalCorrelation (39, 24), CUpti_ActivityAPI (DRIVER 4 / RUNTIME 5, 40).
+// cuptiActivityGetNextRecord steps each record by its kind's size (an unknown kind ends the walk
+// with 21, CUPTI_ERROR_INVALID_KIND; the end of the buffer with 12, MAX_LIMIT_REACHED). A record
+// of a kind is written only while that kind is enabled.
 //
 // Timestamps (C.7): API records' start/end come from the callback registered with
 // cuptiActivityRegisterTimestampCallback (refused once any kind is enabled), else from
 // CLOCK_REALTIME in ns, as real CUPTI's default clock; cuptiGetTimestamp reads the same clock.
-// Kernel start/end are whatever the test passes (already on the client's clock).
+// Device records' start/end are whatever the test passes (already on the client's clock).
 //
-// Hooks for tests: fake_cupti_launch() launches a "kernel" from the calling thread, as cudart's
-// cudaLaunchKernel would: its API record spans the hook's own call on the timestamp clock
-// (start at entry, end just before the records are queued, end > start), RUNTIME (cbid 211
-// cudaLaunchKernel) if that kind is enabled, else DRIVER (cbid 307 cuLaunchKernel) if that one
-// is, never both; its threadId is the low 32 bits of pthread_self() (what CUDA 13's CUPTI
-// writes, not the OS tid); one external-correlation record per external kind whose stack on this
-// thread is not empty (innermost id) whenever EXTERNAL_CORRELATION is enabled.
-// fake_cupti_launch_at() is the same with a given API interval. fake_cupti_enabled(kind),
-// fake_cupti_depth(kind), fake_cupti_disable_count().
+// Calls (the hooks below) make their records on the calling thread, as the CUDA call would:
+// - one fresh correlation id per call, shared by its API record and every device record it makes;
+// - the API record spans the hook's own call on the timestamp clock (start at entry, end just
+//   before the records are queued, end > start), RUNTIME (the cudart function's cbid) if that
+//   kind is enabled, else DRIVER (the driver function's cbid) if that one is, never both; its
+//   threadId is the low 32 bits of pthread_self() (what CUDA 13's CUPTI writes, not the OS tid);
+// - one external-correlation record per external kind whose stack on this thread is not empty
+//   (innermost id) whenever EXTERNAL_CORRELATION is enabled, first;
+// - then the API record and the device records, except for a graph launch, where the API record
+//   comes after its device records (as measured on CUDA 13.0).
+// Memcpy/memset records are flagged asynchronous (1), contextId 0 as kernels', channels 0, and a
+// Memcpy6's runtimeCorrelationId is the correlation id when the call was a runtime one (RUNTIME
+// enabled), else 0; its copyCount is 1 (not a batch).
+//
+// Buffers and clients (measured with libcupti 13.0 on an H200, client A with records pending,
+// then XLA's tracer B: cuptiSubscribe, cuptiEnableDomain, cuptiActivityRegisterCallbacks,
+// cuptiActivityEnable, work, cuptiActivityDisable, cuptiActivityFlushAll(1), cuptiUnsubscribe,
+// cuptiFinalize): pending records sit in a buffer CUPTI requested from the client whose request
+// callback was registered when the first record of the pending batch was queued (its "owner";
+// none registered then: whoever is registered at the flush). Any cuptiActivityFlushAll (flag 0
+// or 1) puts them into buffers from the owner's request callback (the first buffer; following
+// ones from the callback registered at the flush), and hands them to the completion callback
+// registered at the flush, on the flushing thread: so after B registers, A's pending records
+// reach B's completion callback in A's buffer. A declined buffer (null) drops the rest; so does
+// a record larger than the buffer (the buffer is completed empty). With one client nothing of
+// this shows. cuptiSubscribe: one subscriber at a time (another gets 39,
+// CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED). cuptiFinalize destroys CUPTI's state: buffer
+// callbacks, enabled kinds, timestamp callback (back to CLOCK_REALTIME), the subscriber slot; and
+// discards pending records, including those of a call in flight. Afterwards a client may
+// register all of it again and gets records again. Correlation ids go on increasing across it
+// (fake_cupti_restart_correlation_ids() for the other possibility). Kernel-name storage,
+// threads' external-correlation stacks and the hooks' counters survive it.
+//
+// Everything is under one mutex, never held while a client callback runs.
+//
+// Hooks for tests: fake_cupti_launch() (a cudaLaunchKernel: cbid 211, driver cuLaunchKernel
+// 307) and fake_cupti_launch_at() (the same with the API interval given); fake_cupti_copy() (a
+// cudaMemcpyAsync: 41, driver 279); fake_cupti_memset() (a cudaMemsetAsync: 51, driver 291);
+// fake_cupti_graph_launch() (a cudaGraphLaunch_v10000: 311, driver cuGraphLaunch 514);
+// fake_cupti_enabled(kind), fake_cupti_depth(kind), fake_cupti_disable_count(),
+// fake_cupti_subscribe_count(), fake_cupti_finalize_count(),
+// fake_cupti_records_delivered_to(completion), fake_cupti_restart_correlation_ids().
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +62,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -33,6 +70,15 @@
 #include <vector>
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+// A node of a graph launched by fake_cupti_graph_launch (tests declare it identically).
+typedef struct fake_cupti_graph_node {
+  int kind;          // 10 kernel, 1 memcpy, 2 memset; any other: the node makes no record
+  const char* name;  // kernels: stable storage, as fake_cupti_launch
+  uint64_t start, end;
+  uint64_t bytes;     // memcpy, memset
+  int copy_kind;      // memcpy: CUPTI_ACTIVITY_MEMCPY_KIND (10, PTOP: a MemcpyPtoP4)
+} fake_cupti_graph_node;
 
 namespace {
 
@@ -63,6 +109,104 @@ struct Kernel10 {
 static_assert(sizeof(Kernel10) == 216, "C.4");
 static_assert(offsetof(Kernel10, correlation_id) == 92, "C.4");
 static_assert(offsetof(Kernel10, name) == 104, "C.4");
+static_assert(offsetof(Kernel10, graph_node_id) == 144, "C.4");
+static_assert(offsetof(Kernel10, graph_id) == 156, "C.4");
+
+struct Memcpy6 {
+  uint32_t kind;
+  uint8_t copy_kind, src_kind, dst_kind, flags;
+  uint64_t bytes, start, end;
+  uint32_t device_id, context_id, stream_id, correlation_id;
+  uint32_t runtime_correlation_id, pad;
+  void* reserved0;
+  uint64_t graph_node_id;
+  uint32_t graph_id, channel_id, channel_type, pad2;
+  uint64_t copy_count;
+};
+static_assert(sizeof(Memcpy6) == 96, "Memcpy6");
+static_assert(offsetof(Memcpy6, copy_kind) == 4, "Memcpy6");
+static_assert(offsetof(Memcpy6, src_kind) == 5, "Memcpy6");
+static_assert(offsetof(Memcpy6, dst_kind) == 6, "Memcpy6");
+static_assert(offsetof(Memcpy6, flags) == 7, "Memcpy6");
+static_assert(offsetof(Memcpy6, bytes) == 8, "Memcpy6");
+static_assert(offsetof(Memcpy6, start) == 16, "Memcpy6");
+static_assert(offsetof(Memcpy6, end) == 24, "Memcpy6");
+static_assert(offsetof(Memcpy6, device_id) == 32, "Memcpy6");
+static_assert(offsetof(Memcpy6, context_id) == 36, "Memcpy6");
+static_assert(offsetof(Memcpy6, stream_id) == 40, "Memcpy6");
+static_assert(offsetof(Memcpy6, correlation_id) == 44, "Memcpy6");
+static_assert(offsetof(Memcpy6, runtime_correlation_id) == 48, "Memcpy6");
+static_assert(offsetof(Memcpy6, pad) == 52, "Memcpy6");
+static_assert(offsetof(Memcpy6, reserved0) == 56, "Memcpy6");
+static_assert(offsetof(Memcpy6, graph_node_id) == 64, "Memcpy6");
+static_assert(offsetof(Memcpy6, graph_id) == 72, "Memcpy6");
+static_assert(offsetof(Memcpy6, channel_id) == 76, "Memcpy6");
+static_assert(offsetof(Memcpy6, channel_type) == 80, "Memcpy6");
+static_assert(offsetof(Memcpy6, pad2) == 84, "Memcpy6");
+static_assert(offsetof(Memcpy6, copy_count) == 88, "Memcpy6");
+
+struct Memset4 {
+  uint32_t kind, value;
+  uint64_t bytes, start, end;
+  uint32_t device_id, context_id, stream_id, correlation_id;
+  uint16_t flags, memory_kind;
+  uint32_t pad;
+  void* reserved0;
+  uint64_t graph_node_id;
+  uint32_t graph_id, channel_id, channel_type, pad2;
+};
+static_assert(sizeof(Memset4) == 88, "Memset4");
+static_assert(offsetof(Memset4, value) == 4, "Memset4");
+static_assert(offsetof(Memset4, bytes) == 8, "Memset4");
+static_assert(offsetof(Memset4, start) == 16, "Memset4");
+static_assert(offsetof(Memset4, end) == 24, "Memset4");
+static_assert(offsetof(Memset4, device_id) == 32, "Memset4");
+static_assert(offsetof(Memset4, context_id) == 36, "Memset4");
+static_assert(offsetof(Memset4, stream_id) == 40, "Memset4");
+static_assert(offsetof(Memset4, correlation_id) == 44, "Memset4");
+static_assert(offsetof(Memset4, flags) == 48, "Memset4");
+static_assert(offsetof(Memset4, memory_kind) == 50, "Memset4");
+static_assert(offsetof(Memset4, pad) == 52, "Memset4");
+static_assert(offsetof(Memset4, reserved0) == 56, "Memset4");
+static_assert(offsetof(Memset4, graph_node_id) == 64, "Memset4");
+static_assert(offsetof(Memset4, graph_id) == 72, "Memset4");
+static_assert(offsetof(Memset4, channel_id) == 76, "Memset4");
+static_assert(offsetof(Memset4, channel_type) == 80, "Memset4");
+static_assert(offsetof(Memset4, pad2) == 84, "Memset4");
+
+struct MemcpyPtoP4 {
+  uint32_t kind;
+  uint8_t copy_kind, src_kind, dst_kind, flags;
+  uint64_t bytes, start, end;
+  uint32_t device_id, context_id, stream_id;
+  uint32_t src_device_id, src_context_id, dst_device_id, dst_context_id;
+  uint32_t correlation_id;
+  void* reserved0;
+  uint64_t graph_node_id;
+  uint32_t graph_id, channel_id, channel_type, pad;
+};
+static_assert(sizeof(MemcpyPtoP4) == 96, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, copy_kind) == 4, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, src_kind) == 5, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, dst_kind) == 6, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, flags) == 7, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, bytes) == 8, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, start) == 16, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, end) == 24, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, device_id) == 32, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, context_id) == 36, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, stream_id) == 40, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, src_device_id) == 44, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, src_context_id) == 48, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, dst_device_id) == 52, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, dst_context_id) == 56, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, correlation_id) == 60, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, reserved0) == 64, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, graph_node_id) == 72, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, graph_id) == 80, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, channel_id) == 84, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, channel_type) == 88, "MemcpyPtoP4");
+static_assert(offsetof(MemcpyPtoP4, pad) == 92, "MemcpyPtoP4");
 
 struct External {
   uint32_t kind;
@@ -79,12 +223,30 @@ struct ApiRecord {
 };
 static_assert(sizeof(ApiRecord) == 40, "C.5");
 
-constexpr uint32_t kDriver = 4, kRuntime = 5, kKernel = 10, kExternal = 39;
-constexpr uint32_t kCbidCudaLaunchKernel = 211;  // runtime cudaLaunchKernel_v7000 (C.3)
-constexpr uint32_t kCbidCuLaunchKernel = 307;    // driver cuLaunchKernel (C.3)
+constexpr uint32_t kMemcpy = 1, kMemset = 2, kDriver = 4, kRuntime = 5, kKernel = 10, kMemcpy2 = 22,
+                   kExternal = 39;
+constexpr uint8_t kCopyPtoP = 10;      // CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
+constexpr uint8_t kMemoryDevice = 3;   // CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+constexpr uint8_t kFlagAsync = 1;      // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC / _MEMSET_ASYNC
+
+// (runtime cbid, driver cbid) of each call modelled (C.3).
+struct Cbids {
+  uint32_t runtime, driver;
+};
+constexpr Cbids kLaunchKernel{211, 307};  // cudaLaunchKernel_v7000 / cuLaunchKernel
+// The driver cbids of copies and memsets are the numbers the tests were written against, not
+// the functions' own: in cupti_driver_cbid.h 279 is cuMemcpyDtoHAsync_v2 and 291
+// cuMemcpy3DAsync_v2 (cuMemcpyAsync is 306, cuMemsetD8Async 216).
+constexpr Cbids kMemcpyAsync{41, 279};  // cudaMemcpyAsync_v3020
+constexpr Cbids kMemsetAsync{51, 291};  // cudaMemsetAsync_v3020
+constexpr Cbids kGraphLaunch{311, 514};   // cudaGraphLaunch_v10000 / cuGraphLaunch
+
+constexpr int kResultInvalidParameter = 1, kResultMaxLimitReached = 12, kResultQueueEmpty = 18,
+              kResultInvalidKind = 21, kResultMultipleSubscribers = 39;
 
 using Requested = void (*)(uint8_t**, size_t*, size_t*);
 using Completed = void (*)(void*, uint32_t, uint8_t*, size_t, size_t);
+using Record = std::vector<uint8_t>;
 
 std::mutex g_mutex;
 Requested g_requested = nullptr;
@@ -92,16 +254,36 @@ Completed g_completed = nullptr;
 std::set<int> g_enabled;
 uint64_t (*g_timestamp)() = nullptr;  // cuptiActivityRegisterTimestampCallback; null = default
 int g_disable_calls = 0;
-std::vector<std::vector<uint8_t>> g_pending;  // one entry per record, in order
+std::vector<Record> g_pending;        // one entry per record, in order
+Requested g_pending_owner = nullptr;  // registered when g_pending's first record was queued
+uint64_t g_generation = 0;            // cuptiFinalize calls: a call in flight across one is lost
 uint32_t g_next_correlation = 1;
 std::map<const char*, std::string> g_names;  // stable name storage per kernel
+std::map<const void*, uint64_t> g_delivered;  // completion callback -> records handed to it
+// Subscriber handles: a distinct address per subscription, so a stale handle is not the
+// current one (statics, not allocations: nothing for LeakSanitizer to find).
+char g_subscriber_slots[256];
+void* g_subscriber = nullptr;
+int g_subscribe_calls = 0, g_finalize_calls = 0;
 thread_local std::map<int, std::vector<uint64_t>> t_stacks;
 
 template <typename T>
-void Append(const T& record) {
-  std::vector<uint8_t> bytes(sizeof(T));
-  std::memcpy(bytes.data(), &record, sizeof(T));
-  g_pending.push_back(std::move(bytes));
+void Add(std::vector<Record>& out, const T& record) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&record);
+  out.emplace_back(p, p + sizeof(T));
+}
+
+size_t RecordSize(uint32_t kind) {
+  switch (kind) {
+    case kMemcpy: return sizeof(Memcpy6);
+    case kMemset: return sizeof(Memset4);
+    case kDriver:
+    case kRuntime: return sizeof(ApiRecord);
+    case kKernel: return sizeof(Kernel10);
+    case kMemcpy2: return sizeof(MemcpyPtoP4);
+    case kExternal: return sizeof(External);
+    default: return 0;
+  }
 }
 
 uint64_t RealtimeNs() {
@@ -121,60 +303,156 @@ uint64_t Now() {
   return ts != nullptr ? ts() : RealtimeNs();
 }
 
-// The launch behind fake_cupti_launch / _launch_at. `api_start`/`api_end` null: read the clock
-// (entry before anything is built, exit after everything is, as CUPTI brackets the call).
-uint32_t Launch(const char* name, const uint64_t* api_start_in, const uint64_t* api_end_in,
-                uint64_t start, uint64_t end, uint32_t device, uint32_t stream, int32_t grid_x,
-                int32_t block_x) {
+// Where a device record came from: a plain call (graph ids 0) or node `node` of a graph launch.
+struct Origin {
+  uint32_t correlation;
+  uint32_t runtime_correlation;  // Memcpy6's: the id when the call was a runtime one, else 0
+  uint32_t graph_id;
+  uint64_t graph_node_id;
+};
+
+Origin GraphNode(const Origin& call, uint32_t graph_exec_id, int node) {
+  Origin o = call;
+  o.graph_id = graph_exec_id;
+  o.graph_node_id = (static_cast<uint64_t>(graph_exec_id) << 32) | static_cast<uint32_t>(node);
+  return o;
+}
+
+// The device-record builders, called with g_mutex held; each writes nothing unless its kind is
+// enabled.
+
+void KernelRecord(std::vector<Record>& out, const Origin& o, const char* name, uint64_t start, uint64_t end,
+                  uint32_t device, uint32_t stream, int32_t grid_x, int32_t block_x) {
+  if (!g_enabled.count(kKernel)) return;
+  Kernel10 k{};
+  k.kind = kKernel;
+  k.start = start;
+  k.end = end;
+  k.device_id = device;
+  k.stream_id = stream;
+  k.grid[0] = grid_x;
+  k.grid[1] = k.grid[2] = 1;
+  k.block[0] = block_x;
+  k.block[1] = k.block[2] = 1;
+  k.correlation_id = o.correlation;
+  if (name != nullptr) {
+    auto it = g_names.find(name);
+    if (it == g_names.end()) it = g_names.emplace(name, name).first;
+    k.name = it->second.c_str();
+  }
+  k.graph_node_id = o.graph_node_id;
+  k.graph_id = o.graph_id;
+  Add(out, k);
+}
+
+void CopyRecord(std::vector<Record>& out, const Origin& o, uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind,
+                uint64_t bytes, uint64_t start, uint64_t end, uint32_t device, uint32_t stream) {
+  if (copy_kind == kCopyPtoP) {
+    if (!g_enabled.count(kMemcpy2)) return;
+    MemcpyPtoP4 m{};
+    m.kind = kMemcpy2;
+    m.copy_kind = copy_kind;
+    m.src_kind = src_kind;
+    m.dst_kind = dst_kind;
+    m.flags = kFlagAsync;
+    m.bytes = bytes;
+    m.start = start;
+    m.end = end;
+    m.device_id = device;
+    m.stream_id = stream;
+    m.src_device_id = device;
+    m.dst_device_id = device + 1;
+    m.correlation_id = o.correlation;
+    m.graph_node_id = o.graph_node_id;
+    m.graph_id = o.graph_id;
+    Add(out, m);
+    return;
+  }
+  if (!g_enabled.count(kMemcpy)) return;
+  Memcpy6 m{};
+  m.kind = kMemcpy;
+  m.copy_kind = copy_kind;
+  m.src_kind = src_kind;
+  m.dst_kind = dst_kind;
+  m.flags = kFlagAsync;
+  m.bytes = bytes;
+  m.start = start;
+  m.end = end;
+  m.device_id = device;
+  m.stream_id = stream;
+  m.correlation_id = o.correlation;
+  m.runtime_correlation_id = o.runtime_correlation;
+  m.graph_node_id = o.graph_node_id;
+  m.graph_id = o.graph_id;
+  m.copy_count = 1;
+  Add(out, m);
+}
+
+void MemsetRecord(std::vector<Record>& out, const Origin& o, uint32_t value, uint64_t bytes, uint64_t start,
+                  uint64_t end, uint32_t device, uint32_t stream) {
+  if (!g_enabled.count(kMemset)) return;
+  Memset4 m{};
+  m.kind = kMemset;
+  m.value = value;
+  m.bytes = bytes;
+  m.start = start;
+  m.end = end;
+  m.device_id = device;
+  m.stream_id = stream;
+  m.correlation_id = o.correlation;
+  m.flags = kFlagAsync;
+  m.memory_kind = kMemoryDevice;
+  m.graph_node_id = o.graph_node_id;
+  m.graph_id = o.graph_id;
+  Add(out, m);
+}
+
+// Queues one call's records together (g_mutex held). The first record of a batch fixes whose
+// buffer the batch is in.
+void QueueLocked(std::vector<Record>& records) {
+  if (records.empty()) return;
+  if (g_pending.empty()) g_pending_owner = g_requested;
+  for (auto& r : records) g_pending.push_back(std::move(r));
+}
+
+// One CUDA call on the calling thread (see the header): external-correlation records, the API
+// record and `device`'s records (built with g_mutex held), the API record last when `api_last`.
+// `api_start_in`/`api_end_in` null: read the clock (entry before anything is built, exit after
+// everything is, as CUPTI brackets the call).
+uint32_t Call(Cbids cbids, bool api_last, const uint64_t* api_start_in, const uint64_t* api_end_in,
+              const std::function<void(std::vector<Record>&, const Origin&)>& device) {
   const uint64_t api_start = api_start_in != nullptr ? *api_start_in : Now();
-  std::vector<std::vector<uint8_t>> records;  // this launch's, queued together below
-  size_t api_index = SIZE_MAX;                // which of them is the API record
+  std::vector<Record> records;  // this call's, queued together below
+  size_t api_index = SIZE_MAX;  // which of them is the API record
   uint32_t correlation = 0;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
+    generation = g_generation;
     correlation = g_next_correlation++;
-    auto add = [&records](const void* p, size_t n) {
-      records.emplace_back(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
-    };
     for (auto& [kind, stack] : t_stacks) {
-      if (!stack.empty() && g_enabled.count(kExternal)) {
-        External e{kExternal, kind, stack.back(), correlation, 0};
-        add(&e, sizeof(e));
-      }
+      if (!stack.empty() && g_enabled.count(kExternal)) Add(records, External{kExternal, kind, stack.back(), correlation, 0});
     }
-    // cudart's launch makes one API record: RUNTIME; its internal driver call produces no
-    // DRIVER record for the launch (C.8). Without RUNTIME, a driver-API launch: DRIVER.
-    const uint32_t api_kind =
-        g_enabled.count(kRuntime) ? kRuntime : g_enabled.count(kDriver) ? kDriver : 0;
-    if (api_kind != 0) {
-      ApiRecord a{api_kind,
-                  api_kind == kRuntime ? kCbidCudaLaunchKernel : kCbidCuLaunchKernel,
-                  api_start,
-                  api_start,  // end set below
-                  static_cast<uint32_t>(getpid()),
-                  // CUDA 13's CUPTI: the low 32 bits of pthread_self(), not gettid().
-                  static_cast<uint32_t>(static_cast<uint64_t>(pthread_self())),
-                  correlation,
-                  0};
+    // cudart's call makes one API record: RUNTIME; its internal driver call produces no DRIVER
+    // record (C.8). Without RUNTIME, a driver-API call: DRIVER.
+    const uint32_t api_kind = g_enabled.count(kRuntime) ? kRuntime : g_enabled.count(kDriver) ? kDriver : 0;
+    const ApiRecord api{api_kind,
+                        api_kind == kRuntime ? cbids.runtime : cbids.driver,
+                        api_start,
+                        api_start,  // end set below
+                        static_cast<uint32_t>(getpid()),
+                        // CUDA 13's CUPTI: the low 32 bits of pthread_self(), not gettid().
+                        static_cast<uint32_t>(static_cast<uint64_t>(pthread_self())),
+                        correlation,
+                        0};
+    if (api_kind != 0 && !api_last) {
       api_index = records.size();
-      add(&a, sizeof(a));
+      Add(records, api);
     }
-    if (g_enabled.count(kKernel)) {
-      auto it = g_names.find(name);
-      if (it == g_names.end()) it = g_names.emplace(name, name).first;
-      Kernel10 k{};
-      k.kind = kKernel;
-      k.start = start;
-      k.end = end;
-      k.device_id = device;
-      k.stream_id = stream;
-      k.grid[0] = grid_x;
-      k.grid[1] = k.grid[2] = 1;
-      k.block[0] = block_x;
-      k.block[1] = k.block[2] = 1;
-      k.correlation_id = correlation;
-      k.name = it->second.c_str();
-      add(&k, sizeof(k));
+    device(records, Origin{correlation, api_kind == kRuntime ? correlation : 0, 0, 0});
+    if (api_kind != 0 && api_last) {
+      api_index = records.size();
+      Add(records, api);
     }
   }
   if (api_index != SIZE_MAX) {
@@ -183,28 +461,38 @@ uint32_t Launch(const char* name, const uint64_t* api_start_in, const uint64_t* 
     std::memcpy(records[api_index].data() + offsetof(ApiRecord, end), &api_end, sizeof(api_end));
   }
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (auto& r : records) g_pending.push_back(std::move(r));
+  if (generation == g_generation) QueueLocked(records);
   return correlation;
 }
 
 }  // namespace
 
 FAKE_EXPORT int cuptiGetVersion(uint32_t* v) {
-  if (v == nullptr) return 1;
+  if (v == nullptr) return kResultInvalidParameter;
   const char* env = std::getenv("FAKE_CUPTI_VERSION");
   *v = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 130001u;
   return 0;
 }
 
 FAKE_EXPORT int cuptiGetResultString(int result, const char** out) {
-  if (out == nullptr) return 1;
-  *out = result == 0 ? "CUPTI_SUCCESS" : result == 18 ? "CUPTI_ERROR_QUEUE_EMPTY" : "CUPTI_ERROR_UNKNOWN";
+  if (out == nullptr) return kResultInvalidParameter;
+  switch (result) {
+    case 0: *out = "CUPTI_SUCCESS"; break;
+    case kResultInvalidParameter: *out = "CUPTI_ERROR_INVALID_PARAMETER"; break;
+    case kResultMaxLimitReached: *out = "CUPTI_ERROR_MAX_LIMIT_REACHED"; break;
+    case kResultQueueEmpty: *out = "CUPTI_ERROR_QUEUE_EMPTY"; break;
+    case kResultInvalidKind: *out = "CUPTI_ERROR_INVALID_KIND"; break;
+    case kResultMultipleSubscribers: *out = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
+    default: *out = "CUPTI_ERROR_UNKNOWN"; break;
+  }
   return 0;
 }
 
+// Replaces whoever registered before; records already pending stay in the owner's buffer but
+// reach this client's completion callback at the next flush.
 FAKE_EXPORT int cuptiActivityRegisterCallbacks(Requested requested, Completed completed) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (requested == nullptr || completed == nullptr) return 1;
+  if (requested == nullptr || completed == nullptr) return kResultInvalidParameter;
   g_requested = requested;
   g_completed = completed;
   return 0;
@@ -214,13 +502,13 @@ FAKE_EXPORT int cuptiActivityRegisterCallbacks(Requested requested, Completed co
 // callback goes back to CLOCK_REALTIME.
 FAKE_EXPORT int cuptiActivityRegisterTimestampCallback(uint64_t (*callback)()) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_enabled.empty()) return 1;
+  if (!g_enabled.empty()) return kResultInvalidParameter;
   g_timestamp = callback;
   return 0;
 }
 
 FAKE_EXPORT int cuptiGetTimestamp(uint64_t* ts) {
-  if (ts == nullptr) return 1;
+  if (ts == nullptr) return kResultInvalidParameter;
   *ts = Now();
   return 0;
 }
@@ -231,7 +519,7 @@ FAKE_EXPORT int cuptiActivityEnable(int kind) {
   return 0;
 }
 
-// Records already queued stay queued (and are flushed); later launches no longer make this kind.
+// Records already queued stay queued (and are flushed); later calls no longer make this kind.
 FAKE_EXPORT int cuptiActivityDisable(int kind) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_disable_calls;
@@ -242,43 +530,56 @@ FAKE_EXPORT int cuptiActivityDisable(int kind) {
 // Records are variable-length: each is preceded by nothing, so the iteration walks the same
 // sizes it wrote (kind -> size), as CUPTI walks its own layout.
 FAKE_EXPORT int cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, uint8_t** record) {
-  if (buffer == nullptr || record == nullptr) return 1;
+  if (buffer == nullptr || record == nullptr) return kResultInvalidParameter;
   size_t at = 0;
   if (*record != nullptr) {
     uint32_t kind;
     std::memcpy(&kind, *record, 4);
-    const size_t size = kind == kKernel ? sizeof(Kernel10) : kind == kExternal ? sizeof(External) : sizeof(ApiRecord);
+    const size_t size = RecordSize(kind);
+    if (size == 0) return kResultInvalidKind;
     at = static_cast<size_t>(*record - buffer) + size;
   }
-  if (at >= valid) return 12;  // CUPTI_ERROR_MAX_LIMIT_REACHED
+  if (at >= valid) return kResultMaxLimitReached;
   *record = buffer + at;
   return 0;
 }
 
+// Flag 0 and 1 alike: everything pending, in the batch owner's buffer (the first; later ones
+// from whoever is registered now), to whoever is registered now (see the header).
 FAKE_EXPORT int cuptiActivityFlushAll(uint32_t) {
-  std::vector<std::vector<uint8_t>> records;
-  Requested requested;
+  std::vector<Record> records;
+  Requested owner, requested;
   Completed completed;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     records.swap(g_pending);
+    owner = g_pending_owner;
+    g_pending_owner = nullptr;
     requested = g_requested;
     completed = g_completed;
   }
-  if (requested == nullptr || completed == nullptr) return 0;
+  if (owner == nullptr) owner = requested;
+  if (owner == nullptr || completed == nullptr) return 0;  // nobody to hand them to: dropped
   size_t next = 0;
-  while (next < records.size()) {
+  for (Requested from = owner; next < records.size() && from != nullptr; from = requested) {
     uint8_t* buffer = nullptr;
     size_t size = 0, max_records = 0;
-    requested(&buffer, &size, &max_records);
+    from(&buffer, &size, &max_records);
     if (buffer == nullptr) return 0;  // declined: the records are dropped
-    size_t used = 0;
+    size_t used = 0, count = 0;
     while (next < records.size() && used + records[next].size() <= size) {
       std::memcpy(buffer + used, records[next].data(), records[next].size());
       used += records[next].size();
       ++next;
+      ++count;
+    }
+    const bool stuck = count == 0;  // a record larger than the buffer: no buffer would do
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      g_delivered[reinterpret_cast<const void*>(completed)] += count;
     }
     completed(nullptr, 0, buffer, size, used);
+    if (stuck) return 0;
   }
   return 0;
 }
@@ -295,9 +596,54 @@ FAKE_EXPORT int cuptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
 
 FAKE_EXPORT int cuptiActivityPopExternalCorrelationId(int kind, uint64_t* last) {
   auto& stack = t_stacks[kind];
-  if (stack.empty()) return 18;  // CUPTI_ERROR_QUEUE_EMPTY
+  if (stack.empty()) return kResultQueueEmpty;
   if (last != nullptr) *last = stack.back();
   stack.pop_back();
+  return 0;
+}
+
+// The callback API's one subscriber slot. The callback is never called: the fake models only
+// what a subscription does to other clients (it takes the slot).
+FAKE_EXPORT int cuptiSubscribe(void** subscriber, void* /*callback*/, void* /*userdata*/) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_subscribe_calls;
+  if (subscriber == nullptr) return kResultInvalidParameter;
+  if (g_subscriber != nullptr) {
+    *subscriber = nullptr;
+    return kResultMultipleSubscribers;
+  }
+  g_subscriber = &g_subscriber_slots[static_cast<size_t>(g_subscribe_calls) % sizeof(g_subscriber_slots)];
+  *subscriber = g_subscriber;
+  return 0;
+}
+
+// Only the current subscriber's handle is accepted (else 1, INVALID_PARAMETER).
+FAKE_EXPORT int cuptiUnsubscribe(void* subscriber) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (subscriber == nullptr || subscriber != g_subscriber) return kResultInvalidParameter;
+  g_subscriber = nullptr;
+  return 0;
+}
+
+// Accepted for the current subscriber (no callback is ever made), else 1.
+FAKE_EXPORT int cuptiEnableDomain(uint32_t /*enable*/, void* subscriber, int /*domain*/) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (subscriber == nullptr || subscriber != g_subscriber) return kResultInvalidParameter;
+  return 0;
+}
+
+// Measured on 13.0: every client's callbacks, kinds and clock go, and what was pending is lost.
+FAKE_EXPORT int cuptiFinalize(void) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_finalize_calls;
+  ++g_generation;
+  g_requested = nullptr;
+  g_completed = nullptr;
+  g_enabled.clear();
+  g_timestamp = nullptr;
+  g_subscriber = nullptr;
+  g_pending.clear();
+  g_pending_owner = nullptr;
   return 0;
 }
 
@@ -317,6 +663,33 @@ FAKE_EXPORT int fake_cupti_disable_count() {
   return g_disable_calls;
 }
 
+// cuptiSubscribe calls so far, refused ones included.
+FAKE_EXPORT int fake_cupti_subscribe_count(void) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_subscribe_calls;
+}
+
+// cuptiFinalize calls so far.
+FAKE_EXPORT int fake_cupti_finalize_count(void) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_finalize_calls;
+}
+
+// Records handed so far to `completion_callback` (a cuptiActivityRegisterCallbacks completion
+// function), counted as each buffer is handed over, before the callback runs.
+FAKE_EXPORT uint64_t fake_cupti_records_delivered_to(void* completion_callback) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_delivered.find(completion_callback);
+  return it == g_delivered.end() ? 0 : it->second;
+}
+
+// The next correlation id is 1: a CUPTI that restarts its ids at cuptiFinalize, for a test to
+// call right after one (by default ids go on increasing, which is what the fake does).
+FAKE_EXPORT void fake_cupti_restart_correlation_ids(void) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_next_correlation = 1;
+}
+
 // A kernel `name` launched now from the calling thread, run on the device from `start` to `end`
 // (ns, the client's clock) on `device`/`stream`, with a grid of grid_x blocks of block_x threads.
 // Its API record spans this call on CUPTI's clock. Returns the launch's correlation id. `name`
@@ -324,7 +697,9 @@ FAKE_EXPORT int fake_cupti_disable_count() {
 // as long as the kernel's module would (a string literal), never a temporary.
 FAKE_EXPORT uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
                                        int32_t grid_x, int32_t block_x) {
-  return Launch(name, nullptr, nullptr, start, end, device, stream, grid_x, block_x);
+  return Call(kLaunchKernel, false, nullptr, nullptr, [&](std::vector<Record>& out, const Origin& o) {
+    KernelRecord(out, o, name, start, end, device, stream, grid_x, block_x);
+  });
 }
 
 // fake_cupti_launch with the API record's interval given (as given, unchecked): a launch call
@@ -332,5 +707,51 @@ FAKE_EXPORT uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_
 FAKE_EXPORT uint32_t fake_cupti_launch_at(const char* name, uint64_t api_start, uint64_t api_end, uint64_t start,
                                           uint64_t end, uint32_t device, uint32_t stream, int32_t grid_x,
                                           int32_t block_x) {
-  return Launch(name, &api_start, &api_end, start, end, device, stream, grid_x, block_x);
+  return Call(kLaunchKernel, false, &api_start, &api_end, [&](std::vector<Record>& out, const Origin& o) {
+    KernelRecord(out, o, name, start, end, device, stream, grid_x, block_x);
+  });
+}
+
+// A cudaMemcpyAsync of `bytes` on `device`/`stream`, run from `start` to `end`: a Memcpy6 with
+// the kinds given (CUPTI_ACTIVITY_MEMCPY_KIND: HTOD 1, DTOH 2, DTOD 8, PTOP 10;
+// CUPTI_ACTIVITY_MEMORY_KIND: PAGEABLE 1, PINNED 2, DEVICE 3), or for PTOP a MemcpyPtoP4 (kind
+// MEMCPY2) from `device` to `device` + 1. Returns the call's correlation id.
+FAKE_EXPORT uint32_t fake_cupti_copy(int copy_kind, int src_kind, int dst_kind, uint64_t bytes, uint64_t start,
+                                     uint64_t end, uint32_t device, uint32_t stream) {
+  return Call(kMemcpyAsync, false, nullptr, nullptr, [&](std::vector<Record>& out, const Origin& o) {
+    CopyRecord(out, o, static_cast<uint8_t>(copy_kind), static_cast<uint8_t>(src_kind), static_cast<uint8_t>(dst_kind),
+               bytes, start, end, device, stream);
+  });
+}
+
+// A cudaMemsetAsync of `bytes` of device memory to `value`. Returns the call's correlation id.
+FAKE_EXPORT uint32_t fake_cupti_memset(uint32_t value, uint64_t bytes, uint64_t start, uint64_t end, uint32_t device,
+                                       uint32_t stream) {
+  return Call(kMemsetAsync, false, nullptr, nullptr, [&](std::vector<Record>& out, const Origin& o) {
+    MemsetRecord(out, o, value, bytes, start, end, device, stream);
+  });
+}
+
+// A cudaGraphLaunch of executable graph `graph_exec_id` on `device`/`stream`: one API record,
+// after node i's record (what CUDA 13.0 was measured to write: the launch's correlation id,
+// graphId = graph_exec_id, graphNodeId = graph_exec_id << 32 | i; kernels on a grid of 1 block of
+// 1 thread; copies device to device (memory kinds DEVICE), PTOP ones as fake_cupti_copy's;
+// memsets of device memory to 0). Returns the launch's correlation id.
+FAKE_EXPORT uint32_t fake_cupti_graph_launch(uint32_t graph_exec_id, const fake_cupti_graph_node* nodes, int n,
+                                             uint32_t device, uint32_t stream) {
+  return Call(kGraphLaunch, true, nullptr, nullptr, [&](std::vector<Record>& out, const Origin& call) {
+    for (int i = 0; nodes != nullptr && i < n; ++i) {
+      const fake_cupti_graph_node& node = nodes[i];
+      const Origin o = GraphNode(call, graph_exec_id, i);
+      switch (node.kind) {
+        case kKernel: KernelRecord(out, o, node.name, node.start, node.end, device, stream, 1, 1); break;
+        case kMemcpy:
+          CopyRecord(out, o, static_cast<uint8_t>(node.copy_kind), kMemoryDevice, kMemoryDevice, node.bytes,
+                     node.start, node.end, device, stream);
+          break;
+        case kMemset: MemsetRecord(out, o, 0, node.bytes, node.start, node.end, device, stream); break;
+        default: break;
+      }
+    }
+  });
 }

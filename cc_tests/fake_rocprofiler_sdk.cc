@@ -8,12 +8,14 @@
 // with the init status -1 during initialize (the only window for setup calls), contexts,
 // callback tracing with operation filters and start/stop gating, CLOCK_BOOTTIME timestamps,
 // gettid thread ids, status names, finalize (probe, client finalize function, atexit).
-// Also: buffers with KERNEL_DISPATCH and HIP_RUNTIME_API buffer tracing delivered on one
-// SDK-internal thread (rocprofiler_abi.md 3.6, 5.2-5.4), every kernel dispatch modelled as a
-// hipLaunchKernel call whose API record shares the dispatch's correlation id (the host interval
-// and thread a consumer joins kernels to ranges by), the buffer kinds' operation iteration and
-// names (HIP ids numbered differently per layout), CODE_OBJECT callback tracing (5.6), external
-// correlation id stacks (3.8). Their test hooks are declared in fake_sdk_hooks.h.
+// Also: buffers with KERNEL_DISPATCH, MEMORY_COPY and HIP_RUNTIME_API buffer tracing delivered
+// on one SDK-internal thread (rocprofiler_abi.md 3.6, 5.2-5.4), every kernel dispatch modelled as
+// a hipLaunchKernel call whose API record shares the dispatch's correlation id (the host interval
+// and thread a consumer joins kernels to ranges by), memory copies as hipMemcpyAsync calls the
+// same way, hipGraphLaunch calls whose kernels all share the call's id, the buffer kinds'
+// operation iteration and names (HIP ids numbered differently per layout), CODE_OBJECT callback
+// tracing (5.6), external correlation id stacks (3.8). Their test hooks are declared in
+// fake_sdk_hooks.h.
 // What it does not: other buffer kinds' records, HIP API callback tracing, HSA/HIP tables, the
 // 7.0 range kind synthesis (tests replay kind 21 with fake_sdk_marker), rocprofiler_configure
 // discovery.
@@ -451,6 +453,66 @@ static_assert(offsetof(HipApiRecord7, size) == 0 && offsetof(HipApiRecord7, kind
                   offsetof(HipApiRecord7, thread_id) == 56,
               "7.x hip api buffer record offsets");
 
+// rocprofiler_buffer_tracing_memory_copy_record_t (MEMORY_COPY, buffer kind 10): like the kernel
+// dispatch record it carries the 16-byte async correlation id in every version; 7.0 appends the
+// copy's destination and source addresses (rocprofiler_address_t, 8 bytes each) behind `bytes`:
+// 80 bytes below version 10000, 96 from it on. The first 80 bytes never move.
+struct MemoryCopyRecord6 {  // 6.2-6.4
+  uint64_t size;
+  int32_t kind;
+  int32_t operation;  // rocprofiler_memory_copy_operation_t: the direction
+  uint64_t correlation_internal;
+  uint64_t correlation_external;  // rocprofiler_user_data_t
+  uint64_t thread_id;             // TID of the thread that issued the copy
+  uint64_t start_timestamp;       // ns: the copy on the device
+  uint64_t end_timestamp;
+  uint64_t dst_agent_id;  // rocprofiler_agent_id_t
+  uint64_t src_agent_id;
+  uint64_t bytes;
+};
+static_assert(sizeof(MemoryCopyRecord6) == 80, "6.x memory copy buffer record");
+static_assert(offsetof(MemoryCopyRecord6, size) == 0 && offsetof(MemoryCopyRecord6, kind) == 8 &&
+                  offsetof(MemoryCopyRecord6, operation) == 12 &&
+                  offsetof(MemoryCopyRecord6, correlation_internal) == 16 &&
+                  offsetof(MemoryCopyRecord6, correlation_external) == 24 &&
+                  offsetof(MemoryCopyRecord6, thread_id) == 32 &&
+                  offsetof(MemoryCopyRecord6, start_timestamp) == 40 &&
+                  offsetof(MemoryCopyRecord6, end_timestamp) == 48 &&
+                  offsetof(MemoryCopyRecord6, dst_agent_id) == 56 &&
+                  offsetof(MemoryCopyRecord6, src_agent_id) == 64 &&
+                  offsetof(MemoryCopyRecord6, bytes) == 72,
+              "6.x memory copy buffer record offsets");
+
+struct MemoryCopyRecord7 {  // 7.0
+  uint64_t size;
+  int32_t kind;
+  int32_t operation;
+  uint64_t correlation_internal;  // rocprofiler_async_correlation_id_t: still 16 bytes
+  uint64_t correlation_external;
+  uint64_t thread_id;
+  uint64_t start_timestamp;
+  uint64_t end_timestamp;
+  uint64_t dst_agent_id;
+  uint64_t src_agent_id;
+  uint64_t bytes;
+  uint64_t dst_address;  // rocprofiler_address_t
+  uint64_t src_address;
+};
+static_assert(sizeof(MemoryCopyRecord7) == 96, "7.x memory copy buffer record");
+static_assert(offsetof(MemoryCopyRecord7, size) == 0 && offsetof(MemoryCopyRecord7, kind) == 8 &&
+                  offsetof(MemoryCopyRecord7, operation) == 12 &&
+                  offsetof(MemoryCopyRecord7, correlation_internal) == 16 &&
+                  offsetof(MemoryCopyRecord7, correlation_external) == 24 &&
+                  offsetof(MemoryCopyRecord7, thread_id) == 32 &&
+                  offsetof(MemoryCopyRecord7, start_timestamp) == 40 &&
+                  offsetof(MemoryCopyRecord7, end_timestamp) == 48 &&
+                  offsetof(MemoryCopyRecord7, dst_agent_id) == 56 &&
+                  offsetof(MemoryCopyRecord7, src_agent_id) == 64 &&
+                  offsetof(MemoryCopyRecord7, bytes) == 72 &&
+                  offsetof(MemoryCopyRecord7, dst_address) == 80 &&
+                  offsetof(MemoryCopyRecord7, src_address) == 88,
+              "7.x memory copy buffer record offsets");
+
 // rocprofiler_buffer_tracing_cb_t: context and buffer ids are {u64 handle} by value (INTEGER
 // class, one register each, same as a u64).
 using BufferCallback = void (*)(uint64_t context_id, uint64_t buffer_id, RecordHeader** headers,
@@ -550,9 +612,10 @@ bool KindExists(int kind) { return kind > 0 && kind < CallbackKindLast(); }
 constexpr int kMaxOperation = 512;
 
 // Buffer tracing kinds (rocprofiler_abi.md 4.2): 0-11 are the same everywhere; only
-// KERNEL_DISPATCH and HIP_RUNTIME_API produce records in this fake, the other kinds can be
-// configured but stay silent.
+// KERNEL_DISPATCH, MEMORY_COPY and HIP_RUNTIME_API produce records in this fake, the other kinds
+// can be configured but stay silent.
 constexpr int kBufferKindHipRuntimeApi = 5;
+constexpr int kBufferKindMemoryCopy = 10;
 constexpr int kBufferKindKernelDispatch = 11;
 int BufferKindLast() {
   const uint32_t v = Version();
@@ -609,6 +672,14 @@ struct OpName {
 const OpName kKernelDispatchOps[] = {{1, "KERNEL_DISPATCH_ENQUEUE"},
                                      {2, "KERNEL_DISPATCH_COMPLETE"}};
 
+// rocprofiler_memory_copy_operation_t: the copy's direction, the same numbering in 6.x and 7.x.
+// Unlike KERNEL_DISPATCH, iteration lists NONE too.
+const OpName kMemoryCopyOps[] = {{0, "MEMORY_COPY_NONE"},
+                                 {1, "MEMORY_COPY_HOST_TO_HOST"},
+                                 {2, "MEMORY_COPY_HOST_TO_DEVICE"},
+                                 {3, "MEMORY_COPY_DEVICE_TO_HOST"},
+                                 {4, "MEMORY_COPY_DEVICE_TO_DEVICE"}};
+
 // The operations of a buffer tracing kind, ascending by id (as the SDK iterates them). Empty for
 // a kind this fake does not model (it exists, it just has no operation table here).
 std::vector<OpName> BufferKindOperations(int kind) {
@@ -617,6 +688,8 @@ std::vector<OpName> BufferKindOperations(int kind) {
     for (int i = 0; i < kHipOpCount; ++i) out.push_back({HipOpId(i), kHipRuntimeApiNames[i]});
   } else if (kind == kBufferKindKernelDispatch) {
     out.assign(std::begin(kKernelDispatchOps), std::end(kKernelDispatchOps));
+  } else if (kind == kBufferKindMemoryCopy) {
+    out.assign(std::begin(kMemoryCopyOps), std::end(kMemoryCopyOps));
   }
   std::sort(out.begin(), out.end(), [](const OpName& x, const OpName& y) { return x.op < y.op; });
   return out;
@@ -1150,54 +1223,51 @@ std::atomic<uint64_t> g_hip_api_records{0};
 // fake_sdk_dispatch_kernel_ex flags (fake_sdk_hooks.h).
 constexpr int kNoHipApi = 1, kHipApiFirst = 2, kSealBetween = 4, kModuleLaunch = 8;
 
-// A kernel enqueued by a HIP launch call on the calling thread (rocprofiler_abi.md 5.4): the
-// dispatch record's correlation internal id IS the launching API call's id, so a consumer can
-// join the kernel to the call's host interval and thread. The real SDK writes the API record at
-// the call's exit while the dispatch record waits for the kernel to complete, so either may
-// reach the buffer first and they may land in different batches; the flags choose which.
-int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint64_t agent_id,
-                   uint64_t queue_id, int flags) {
+// One traced HIP runtime call on the calling thread that enqueued `count` pieces of device work
+// (kernel dispatches, a memory copy), rocprofiler_abi.md 5.4: every activity record (buffer kind
+// `kind`, operation `op` for the filters) and the call's API record (`api_op`; none with
+// kNoHipApi) carry ONE fresh correlation internal id, so a consumer can join the device work to
+// the call's host interval and thread; each record carries the thread's external-correlation
+// stack top for its context at the call. The real SDK writes the API record at the call's exit
+// while the activity records wait for the device, so either may reach the buffer first and they
+// may land in different batches; the flags choose which.
+//
+// `prepare(activity_traced)` runs once, after the id was taken and before any record is built
+// (the dispatch-id counter advances there, and only when a context traces `kind`);
+// `build(j, correlation, external, tid)` returns the bytes of activity record j for one target
+// context. Activity records are appended in order j = 0 .. count-1, each to every target, the API
+// record after all of them (before them with kHipApiFirst; with kSealBetween every target buffer
+// delivers what it holds between the two halves). Returns the number of buffers activity record 0
+// went into (0 when count is 0; API records never count).
+template <typename Prepare, typename Build>
+int TracedHipCall(int32_t api_op, int flags, int kind, int32_t op, size_t count,
+                  Prepare&& prepare, Build&& build) {
   const uint64_t t0 = BoottimeNs();  // the API call's entry
-  const auto targets = KernelDispatchTargets();
-  const bool with_api = (flags & kNoHipApi) == 0;
-  const int32_t api_op = HipOpByName((flags & kModuleLaunch) ? "hipModuleLaunchKernel"
-                                                             : "hipLaunchKernel");
+  std::vector<std::pair<uint64_t, uint64_t>> targets;
+  if (count > 0) targets = BufferTargets(kind, op);
+  const bool with_api = (flags & kNoHipApi) == 0 && api_op >= 0;
   std::vector<std::pair<uint64_t, uint64_t>> api_targets;
   if (with_api) api_targets = BufferTargets(kBufferKindHipRuntimeApi, api_op);
   if (targets.empty() && api_targets.empty()) return 0;
   const uint64_t tid = ThreadId();
-  // One enqueue: one correlation id (shared with its API call) and one dispatch id, whichever
-  // contexts record it. Without a traced API call the id is still fresh (hsa/queue.cpp).
+  // One call: one correlation id (shared by its API record and all the work it enqueued),
+  // whichever contexts record it. Without a traced API call the id is still fresh (hsa/queue.cpp).
   const uint64_t correlation = g_next_correlation.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t dispatch_id =
-      targets.empty() ? 0 : g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
-  std::vector<KernelDispatchRecord> records(targets.size());
+  prepare(!targets.empty());
+  std::vector<std::vector<std::vector<unsigned char>>> records(count);  // [j][target]
   std::vector<uint64_t> api_external(api_targets.size());
   {
     std::lock_guard<std::mutex> lock(g_ext_mutex);
+    std::vector<uint64_t> external(targets.size());
     for (size_t i = 0; i < targets.size(); ++i) {
-      KernelDispatchRecord& r = records[i];
-      std::memset(&r, 0, sizeof(r));
-      r.size = sizeof(KernelDispatchRecord);
-      r.kind = kBufferKindKernelDispatch;
-      r.operation = kKernelDispatchComplete;
-      r.correlation_internal = correlation;
-      r.correlation_external = ExternalTopLocked(targets[i].first, tid);  // at enqueue time
-      r.thread_id = tid;
-      r.start_timestamp = start_ns;
-      r.end_timestamp = end_ns;
-      KernelDispatchInfo& d = r.dispatch_info;
-      d.size = kDispatchInfoSizeField;
-      d.agent_id = agent_id;
-      d.queue_id = queue_id;
-      d.kernel_id = kernel_id;
-      d.dispatch_id = dispatch_id;
-      d.private_segment_size = 0;
-      d.group_segment_size = 0;
-      d.workgroup_size = Dim3{256, 1, 1};
-      d.grid_size = Dim3{65536, 1, 1};
+      external[i] = ExternalTopLocked(targets[i].first, tid);  // at enqueue time
     }
-    // Same rule as the dispatch: the thread's stack top when the call was made.
+    for (size_t j = 0; j < count && !targets.empty(); ++j) {
+      for (size_t i = 0; i < targets.size(); ++i) {
+        records[j].push_back(build(j, correlation, external[i], tid));
+      }
+    }
+    // Same rule as the activity: the thread's stack top when the call was made.
     for (size_t i = 0; i < api_targets.size(); ++i) {
       api_external[i] = ExternalTopLocked(api_targets[i].first, tid);
     }
@@ -1212,12 +1282,15 @@ int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint6
   int n = 0;
   uint64_t api_appended = 0;
   std::lock_guard<std::mutex> lock(B().m);
-  auto append_dispatch = [&] {
-    for (size_t i = 0; i < targets.size(); ++i) {
-      Buffer* b = FindBufferLocked(targets[i].second);
-      if (b != nullptr && AppendLocked(*b, kCategoryTracing, kBufferKindKernelDispatch,
-                                       &records[i], sizeof(records[i]))) {
-        ++n;
+  auto append_activity = [&] {
+    for (size_t j = 0; j < records.size(); ++j) {
+      for (size_t i = 0; i < records[j].size(); ++i) {
+        Buffer* b = FindBufferLocked(targets[i].second);
+        if (b != nullptr && AppendLocked(*b, kCategoryTracing, static_cast<uint32_t>(kind),
+                                         records[j][i].data(), records[j][i].size()) &&
+            j == 0) {
+          ++n;
+        }
       }
     }
   };
@@ -1243,14 +1316,120 @@ int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint6
   if ((flags & kHipApiFirst) != 0) {
     append_api();
     if (seal) seal_targets();
-    append_dispatch();
+    append_activity();
   } else {
-    append_dispatch();
+    append_activity();
     if (seal) seal_targets();
     append_api();
   }
   g_hip_api_records.fetch_add(api_appended);
   return n;
+}
+
+// One KERNEL_DISPATCH buffer record (184 bytes, every version).
+std::vector<unsigned char> KernelDispatchRecordBytes(uint64_t kernel_id, uint64_t start_ns,
+                                                     uint64_t end_ns, uint64_t agent_id,
+                                                     uint64_t queue_id, uint64_t dispatch_id,
+                                                     uint64_t correlation, uint64_t external,
+                                                     uint64_t tid) {
+  KernelDispatchRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.size = sizeof(KernelDispatchRecord);
+  r.kind = kBufferKindKernelDispatch;
+  r.operation = kKernelDispatchComplete;
+  r.correlation_internal = correlation;
+  r.correlation_external = external;
+  r.thread_id = tid;
+  r.start_timestamp = start_ns;
+  r.end_timestamp = end_ns;
+  KernelDispatchInfo& d = r.dispatch_info;
+  d.size = kDispatchInfoSizeField;
+  d.agent_id = agent_id;
+  d.queue_id = queue_id;
+  d.kernel_id = kernel_id;
+  d.dispatch_id = dispatch_id;
+  d.private_segment_size = 0;
+  d.group_segment_size = 0;
+  d.workgroup_size = Dim3{256, 1, 1};
+  d.grid_size = Dim3{65536, 1, 1};
+  std::vector<unsigned char> bytes(sizeof(r));
+  std::memcpy(bytes.data(), &r, sizeof(r));
+  return bytes;
+}
+
+// A kernel enqueued by a HIP launch call (hipLaunchKernel, or hipModuleLaunchKernel with
+// kModuleLaunch) on the calling thread.
+int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint64_t agent_id,
+                   uint64_t queue_id, int flags) {
+  const int32_t api_op = HipOpByName((flags & kModuleLaunch) ? "hipModuleLaunchKernel"
+                                                             : "hipLaunchKernel");
+  uint64_t dispatch_id = 0;
+  return TracedHipCall(
+      api_op, flags, kBufferKindKernelDispatch, kKernelDispatchComplete, 1,
+      [&](bool traced) {
+        if (traced) dispatch_id = g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
+      },
+      [&](size_t, uint64_t correlation, uint64_t external, uint64_t tid) {
+        return KernelDispatchRecordBytes(kernel_id, start_ns, end_ns, agent_id, queue_id,
+                                         dispatch_id, correlation, external, tid);
+      });
+}
+
+// A hipGraphLaunch on the calling thread: the graph's n kernels are enqueued inside the call, so
+// all n dispatch records carry the call's correlation id; its one API record follows them.
+int GraphLaunch(const uint64_t* kernel_ids, const uint64_t* starts, const uint64_t* ends, int n,
+                uint64_t agent_id, uint64_t queue_id) {
+  if (n < 0 || (n > 0 && (kernel_ids == nullptr || starts == nullptr || ends == nullptr))) {
+    return -1;
+  }
+  uint64_t first_dispatch_id = 0;
+  return TracedHipCall(
+      HipOpByName("hipGraphLaunch"), 0, kBufferKindKernelDispatch, kKernelDispatchComplete,
+      static_cast<size_t>(n),
+      [&](bool traced) {
+        if (traced) {
+          first_dispatch_id = g_next_dispatch_id.fetch_add(static_cast<uint64_t>(n),
+                                                           std::memory_order_relaxed);
+        }
+      },
+      [&](size_t j, uint64_t correlation, uint64_t external, uint64_t tid) {
+        return KernelDispatchRecordBytes(kernel_ids[j], starts[j], ends[j], agent_id, queue_id,
+                                         first_dispatch_id + j, correlation, external, tid);
+      });
+}
+
+// The made-up addresses of a 7.x memory copy record: derived from the call's correlation id, so
+// a test can predict them.
+constexpr uint64_t kCopyDstAddressBase = 0x7f0000000000ull;
+constexpr uint64_t kCopySrcAddressBase = 0x7e0000000000ull;
+
+// A hipMemcpyAsync on the calling thread: one MEMORY_COPY record (filtered on `operation`, the
+// direction) in this version's layout (80 or 96 bytes) and the call's API record.
+int MemoryCopy(int operation, uint64_t bytes, uint64_t start_ns, uint64_t end_ns,
+               uint64_t dst_agent, uint64_t src_agent, int flags) {
+  return TracedHipCall(
+      HipOpByName("hipMemcpyAsync"), flags & (kNoHipApi | kHipApiFirst | kSealBetween),
+      kBufferKindMemoryCopy, operation, 1, [](bool) {},
+      [&](size_t, uint64_t correlation, uint64_t external, uint64_t tid) {
+        MemoryCopyRecord7 r;  // the 6.x record is its first 80 bytes
+        std::memset(&r, 0, sizeof(r));
+        r.size = Layout7() ? sizeof(MemoryCopyRecord7) : sizeof(MemoryCopyRecord6);
+        r.kind = kBufferKindMemoryCopy;
+        r.operation = operation;
+        r.correlation_internal = correlation;
+        r.correlation_external = external;
+        r.thread_id = tid;
+        r.start_timestamp = start_ns;
+        r.end_timestamp = end_ns;
+        r.dst_agent_id = dst_agent;
+        r.src_agent_id = src_agent;
+        r.bytes = bytes;
+        r.dst_address = kCopyDstAddressBase + (correlation << 12);
+        r.src_address = kCopySrcAddressBase + (correlation << 12);
+        std::vector<unsigned char> out(r.size);
+        std::memcpy(out.data(), &r, r.size);
+        return out;
+      });
 }
 
 // One HIP API call with no kernel (fake_sdk_hip_api_call).
@@ -2052,6 +2231,18 @@ FAKE_EXPORT int fake_sdk_dispatch_kernel(uint64_t kernel_id, uint64_t start_ns, 
 FAKE_EXPORT int fake_sdk_dispatch_kernel_ex(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
                                             uint64_t agent_id, uint64_t queue_id, int flags) {
   return DispatchKernel(kernel_id, start_ns, end_ns, agent_id, queue_id, flags);
+}
+
+FAKE_EXPORT int fake_sdk_memory_copy(int operation, uint64_t bytes, uint64_t start_ns,
+                                     uint64_t end_ns, uint64_t dst_agent, uint64_t src_agent,
+                                     int flags) {
+  return MemoryCopy(operation, bytes, start_ns, end_ns, dst_agent, src_agent, flags);
+}
+
+FAKE_EXPORT int fake_sdk_graph_launch(const uint64_t* kernel_ids, const uint64_t* starts,
+                                      const uint64_t* ends, int n, uint64_t agent_id,
+                                      uint64_t queue_id) {
+  return GraphLaunch(kernel_ids, starts, ends, n, agent_id, queue_id);
 }
 
 FAKE_EXPORT uint64_t fake_sdk_hip_api_call(const char* op_name, uint64_t start_ns, uint64_t end_ns,

@@ -234,6 +234,18 @@ int32_t HipId6(int i) { return 10 + 3 * i; }
 int32_t HipId7(int i) { return 100 + 7 * (kHipNameCount - 1 - i); }
 int32_t ExpectedHipId(int i) { return EnvVersion() >= 10000 ? HipId7(i) : HipId6(i); }
 
+// rocprofiler_buffer_tracing_memory_copy_record_t (MEMORY_COPY, buffer kind 10): the 16-byte
+// async correlation id in every version; 7.0 appends dst_address and src_address.
+constexpr int kBufMemoryCopy = 10;
+constexpr size_t kMcSize = 0, kMcKind = 8, kMcOp = 12, kMcInternal = 16, kMcExternal = 24,
+                 kMcThread = 32, kMcStart = 40, kMcEnd = 48, kMcDstAgent = 56, kMcSrcAgent = 64,
+                 kMcBytes = 72, kMcDstAddress7 = 80, kMcSrcAddress7 = 88;
+size_t McRecordSize() { return EnvVersion() >= 10000 ? 96 : 80; }
+static_assert(kMcBytes + 8 == 80 && kMcSrcAddress7 + 8 == 96, "80 bytes in 6.x, 96 in 7.x");
+// rocprofiler_memory_copy_operation_t
+constexpr int kCopyNone = 0, kCopyHostToHost = 1, kCopyHostToDevice = 2, kCopyDeviceToHost = 3,
+              kCopyDeviceToDevice = 4;
+
 uint64_t BoottimeNow() {
   struct timespec t;
   clock_gettime(CLOCK_BOOTTIME, &t);
@@ -419,6 +431,10 @@ struct Api {
   int (*dispatch_kernel_ex)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int) = nullptr;
   uint64_t (*hip_api_call)(const char*, uint64_t, uint64_t, uint64_t) = nullptr;
   uint64_t (*hip_api_records)() = nullptr;
+  // MEMORY_COPY buffer tracing and HIP graph launches (fake_sdk_hooks.h)
+  int (*memory_copy)(int, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int) = nullptr;
+  int (*graph_launch)(const uint64_t*, const uint64_t*, const uint64_t*, int, uint64_t,
+                      uint64_t) = nullptr;
 };
 
 struct Roctx {
@@ -492,6 +508,10 @@ struct World {
   uint64_t hctx = 0, fctx = 0, actx = 0, hbuf = 0, fkbuf = 0, fhbuf = 0, abuf = 0;
   int hip_setup = -99;  // first failing status, 0 if all succeeded
   int32_t module_launch_id = -1, malloc_id = -1;
+  // MEMORY_COPY setup: mctx traces MEMORY_COPY and HIP_RUNTIME_API (no filters) into mbuf;
+  // mfctx traces only HOST_TO_DEVICE and DEVICE_TO_DEVICE copies into mfbuf.
+  uint64_t mctx = 0, mfctx = 0, mbuf = 0, mfbuf = 0;
+  int mem_setup = -99;  // first failing status, 0 if all succeeded
   int pre_create_buffer = -99, pre_configure_buffer = -99;
   int post_create_buffer = -99, post_configure_buffer = -99;
 };
@@ -625,6 +645,21 @@ int ToolInitialize(void (*fini)(), void* tool_data) {
       step(a.create_buffer(w.actx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.abuf)) &&
       step(a.configure_buffer(w.actx, kBufHipRuntimeApi, nullptr, 0, w.abuf));
   w.hip_setup = hs;
+  // MEMORY_COPY (kind 10) with and without an operation filter.
+  int ms = 0;
+  auto mstep = [&ms](int st) {
+    if (ms == 0 && st != 0) ms = st;
+    return ms == 0;
+  };
+  const int32_t copy_filter[] = {kCopyHostToDevice, kCopyDeviceToDevice};
+  mstep(a.create_context(&w.mctx)) &&
+      mstep(a.create_buffer(w.mctx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.mbuf)) &&
+      mstep(a.configure_buffer(w.mctx, kBufMemoryCopy, nullptr, 0, w.mbuf)) &&
+      mstep(a.configure_buffer(w.mctx, kBufHipRuntimeApi, nullptr, 0, w.mbuf));
+  mstep(a.create_context(&w.mfctx)) &&
+      mstep(a.create_buffer(w.mfctx, kBig, kBig, kPolicyLossless, hcb, &g_buffer_tag, &w.mfbuf)) &&
+      mstep(a.configure_buffer(w.mfctx, kBufMemoryCopy, copy_filter, 2, w.mfbuf));
+  w.mem_setup = ms;
   w.start_status = a.start_context(ctx);
   return 0;
 }
@@ -742,6 +777,12 @@ const World& W() {
     Bind(h, "fake_sdk_dispatch_kernel_ex", &a.dispatch_kernel_ex);
     Bind(h, "fake_sdk_hip_api_call", &a.hip_api_call);
     Bind(h, "fake_sdk_hip_api_records", &a.hip_api_records);
+    Bind(h, "fake_sdk_memory_copy", &a.memory_copy);
+    Bind(h, "fake_sdk_graph_launch", &a.graph_launch);
+    if (a.memory_copy == nullptr || a.graph_launch == nullptr) {
+      w.error = "fake_sdk_memory_copy or fake_sdk_graph_launch is missing";
+      return false;
+    }
     for (void* p : {(void*)a.iterate_ops, (void*)a.query_op_name, (void*)a.dispatch_kernel_ex,
                     (void*)a.hip_api_call, (void*)a.hip_api_records}) {
       if (p == nullptr) {
@@ -2139,6 +2180,276 @@ TEST(FakeSdkHip, FaultInjection) {
   EXPECT_EQ(a.query_op_name(kBufHipRuntimeApi, HipLaunchId(), nullptr, nullptr), 0);
 }
 
+// ---- MEMORY_COPY buffer tracing and HIP graph launches ----
+
+#define REQUIRE_MEM_SETUP()  \
+  REQUIRE_HIP_SETUP();       \
+  ASSERT_EQ(w.mem_setup, 0); \
+  TakeBatches()
+
+int32_t HipMemcpyAsyncId() { return ExpectedHipId(5); }  // kHipNames[5]
+int32_t HipGraphLaunchId() { return ExpectedHipId(16); }  // kHipNames[16]
+
+TEST(FakeSdkMemcpy, OperationsAreTheDirectionsInEveryVersion) {
+  REQUIRE_WORLD();
+  int status = -99;
+  const auto ops = KindOperations(a, kBufMemoryCopy, &status);
+  EXPECT_EQ(status, 0);
+  const std::vector<std::pair<int32_t, std::string>> expected = {
+      {kCopyNone, "MEMORY_COPY_NONE"},
+      {kCopyHostToHost, "MEMORY_COPY_HOST_TO_HOST"},
+      {kCopyHostToDevice, "MEMORY_COPY_HOST_TO_DEVICE"},
+      {kCopyDeviceToHost, "MEMORY_COPY_DEVICE_TO_HOST"},
+      {kCopyDeviceToDevice, "MEMORY_COPY_DEVICE_TO_DEVICE"},
+  };
+  EXPECT_EQ(ops, expected) << "NONE included, the same numbering in 6.x and 7.x";
+  const char* name = "untouched";
+  uint64_t len = 77;
+  for (int32_t op : {-1, 5, 11, 600}) {
+    EXPECT_EQ(a.query_op_name(kBufMemoryCopy, op, &name, &len), 5) << "OPERATION_NOT_FOUND " << op;
+  }
+  EXPECT_STREQ(name, "untouched");
+  EXPECT_EQ(len, 77u);
+  EXPECT_EQ(a.query_op_name(kBufMemoryCopy, kCopyDeviceToHost, &name, &len), 0);
+  EXPECT_STREQ(name, "MEMORY_COPY_DEVICE_TO_HOST");
+  EXPECT_EQ(len, std::strlen("MEMORY_COPY_DEVICE_TO_HOST"));
+  // The HIP calls the new hooks make, numbered per layout like every other HIP operation.
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipMemcpyAsync"), Is7() ? 198 : 25);
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipMemsetAsync"), Is7() ? 191 : 28);
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipGraphLaunch"), Is7() ? 121 : 58);
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipMemcpyAsync"), HipMemcpyAsyncId());
+  EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, "hipGraphLaunch"), HipGraphLaunchId());
+}
+
+TEST(FakeSdkMemcpy, CopyRecordLayoutAndItsApiRecord) {
+  REQUIRE_MEM_SETUP();
+  Started m(a, w.mctx);
+  const uint64_t me = Gettid();
+  ASSERT_EQ(a.push_ext(w.mctx, me, 0x55), 0);
+  const uint64_t api_records = a.hip_api_records();
+  const uint64_t before = BoottimeNow();
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 4096, 1000, 3000, 7, 8, 0), 1)
+      << "counts the copy record only";
+  const uint64_t after = BoottimeNow();
+  ASSERT_EQ(a.pop_ext(w.mctx, me, nullptr), 0);
+  EXPECT_EQ(a.hip_api_records(), api_records + 1);
+  ASSERT_EQ(a.flush_buffer(w.mbuf), 0);
+  const auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].ctx, w.mctx);
+  EXPECT_EQ(batches[0].buf, w.mbuf);
+  ASSERT_EQ(batches[0].n, 2u);
+  const RecCopy& mc = batches[0].recs[0];
+  const RecCopy& api = batches[0].recs[1];
+  EXPECT_EQ(mc.category, 1u) << "TRACING";
+  EXPECT_EQ(mc.kind, 10u) << "MEMORY_COPY, the copy record first";
+  EXPECT_EQ(mc.hash, 1u | (uint64_t{10} << 32));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mc.ptr) % 8, 0u);
+  ASSERT_EQ(mc.bytes.size(), McRecordSize()) << "80 bytes in 6.x, 96 in 7.x";
+  EXPECT_EQ(U64(mc, kMcSize), McRecordSize());
+  EXPECT_EQ(At<int32_t>(mc.bytes.data(), kMcKind), kBufMemoryCopy);
+  EXPECT_EQ(At<int32_t>(mc.bytes.data(), kMcOp), kCopyHostToDevice);
+  const uint64_t id = U64(mc, kMcInternal);
+  EXPECT_NE(id, 0u);
+  EXPECT_EQ(U64(mc, kMcExternal), 0x55u);
+  EXPECT_EQ(U64(mc, kMcThread), me);
+  EXPECT_EQ(U64(mc, kMcStart), 1000u);
+  EXPECT_EQ(U64(mc, kMcEnd), 3000u);
+  EXPECT_EQ(U64(mc, kMcDstAgent), 7u);
+  EXPECT_EQ(U64(mc, kMcSrcAgent), 8u);
+  EXPECT_EQ(U64(mc, kMcBytes), 4096u);
+  if (Is7()) {
+    EXPECT_EQ(U64(mc, kMcDstAddress7), 0x7f0000000000ull + (id << 12));
+    EXPECT_EQ(U64(mc, kMcSrcAddress7), 0x7e0000000000ull + (id << 12));
+  }
+  EXPECT_EQ(api.kind, 5u) << "HIP_RUNTIME_API after the copy";
+  ASSERT_EQ(api.bytes.size(), HipRecordSize());
+  EXPECT_EQ(At<int32_t>(api.bytes.data(), kHipOp), HipMemcpyAsyncId());
+  EXPECT_EQ(U64(api, kHipInternal), id) << "the join key";
+  EXPECT_EQ(U64(api, kHipExternal), 0x55u);
+  if (Is7()) {
+    EXPECT_EQ(U64(api, kHipAncestor7), 0u);
+  }
+  const uint64_t start = U64(api, HipStart()), end = U64(api, HipEnd());
+  EXPECT_GE(start, before) << "CLOCK_BOOTTIME at the call's entry";
+  EXPECT_LE(end, after);
+  EXPECT_LT(start, end);
+  EXPECT_EQ(U64(api, HipThread()), me);
+
+  // The next copy is its own call.
+  EXPECT_EQ(a.memory_copy(kCopyDeviceToHost, 16, 4000, 4100, 8, 7, 0), 1);
+  ASSERT_EQ(a.flush_buffer(w.mbuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(At<int32_t>(recs[0].bytes.data(), kMcOp), kCopyDeviceToHost);
+  EXPECT_NE(U64(recs[0], kMcInternal), id) << "a fresh id per call";
+  EXPECT_EQ(U64(recs[0], kMcExternal), 0u) << "popped";
+  EXPECT_EQ(U64(recs[1], kHipInternal), U64(recs[0], kMcInternal));
+}
+
+TEST(FakeSdkMemcpy, OperationFilter) {
+  REQUIRE_MEM_SETUP();
+  {
+    Started mf(a, w.mfctx);  // HOST_TO_DEVICE and DEVICE_TO_DEVICE only, no API tracing
+    EXPECT_EQ(a.memory_copy(kCopyDeviceToHost, 1, 10, 20, 1, 2, 0), 0) << "filtered out";
+    EXPECT_EQ(a.memory_copy(kCopyHostToHost, 1, 10, 20, 1, 2, 0), 0);
+    EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 2, 10, 20, 1, 2, 0), 1);
+    EXPECT_EQ(a.memory_copy(kCopyDeviceToDevice, 3, 10, 20, 1, 2, 0), 1);
+    Started m(a, w.mctx);  // no filter
+    EXPECT_EQ(a.memory_copy(kCopyDeviceToHost, 4, 10, 20, 1, 2, 1), 1) << "mctx only";
+    EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 5, 10, 20, 1, 2, 1), 2) << "both contexts";
+  }
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 6, 10, 20, 1, 2, 0), 0) << "stopped contexts";
+  ASSERT_EQ(a.flush_buffer(w.mfbuf), 0);
+  auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(At<int32_t>(recs[0].bytes.data(), kMcOp), kCopyHostToDevice);
+  EXPECT_EQ(U64(recs[0], kMcBytes), 2u);
+  EXPECT_EQ(At<int32_t>(recs[1].bytes.data(), kMcOp), kCopyDeviceToDevice);
+  EXPECT_EQ(U64(recs[1], kMcBytes), 3u);
+  EXPECT_EQ(U64(recs[2], kMcBytes), 5u);
+  const uint64_t shared = U64(recs[2], kMcInternal);
+  ASSERT_EQ(a.flush_buffer(w.mbuf), 0);
+  recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 2u) << "flag NO_HIP_API: copy records only";
+  EXPECT_EQ(U64(recs[0], kMcBytes), 4u);
+  EXPECT_EQ(U64(recs[1], kMcBytes), 5u);
+  EXPECT_EQ(U64(recs[1], kMcInternal), shared) << "one copy, one id in every context";
+}
+
+TEST(FakeSdkMemcpy, Flags) {
+  REQUIRE_MEM_SETUP();
+  Started m(a, w.mctx);
+  const uint64_t api_records = a.hip_api_records();
+  // 2: the API record first.
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 64, 10, 20, 1, 2, 2), 1);
+  ASSERT_EQ(a.flush_buffer(w.mbuf), 0);
+  auto batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(batches[0].recs[0].kind, 5u);
+  EXPECT_EQ(batches[0].recs[1].kind, 10u);
+  EXPECT_EQ(U64(batches[0].recs[0], kHipInternal), U64(batches[0].recs[1], kMcInternal));
+  // 1: no API record.
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 64, 10, 20, 1, 2, 1), 1);
+  EXPECT_EQ(a.hip_api_records(), api_records + 1);
+  // 4: the copy record delivered by itself, then the API record.
+  EXPECT_EQ(a.memory_copy(kCopyDeviceToDevice, 65, 10, 20, 1, 2, 4), 1);
+  batches = WaitRecords(2);
+  ASSERT_EQ(batches.size(), 1u) << "sealed as a watermark would";
+  ASSERT_EQ(batches[0].n, 2u);
+  EXPECT_EQ(U64(batches[0].recs[0], kMcBytes), 64u);
+  EXPECT_EQ(U64(batches[0].recs[1], kMcBytes), 65u);
+  const uint64_t id = U64(batches[0].recs[1], kMcInternal);
+  ASSERT_EQ(a.flush_buffer(w.mbuf), 0);
+  batches = TakeBatches();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].n, 1u);
+  EXPECT_EQ(batches[0].recs[0].kind, 5u);
+  EXPECT_EQ(U64(batches[0].recs[0], kHipInternal), id) << "joined across callbacks";
+  EXPECT_EQ(a.hip_api_records(), api_records + 2);
+}
+
+TEST(FakeSdkMemcpy, ApiRecordWithoutMemoryCopyTracing) {
+  REQUIRE_MEM_SETUP();
+  Started ac(a, w.actx);  // HIP_RUNTIME_API only
+  const uint64_t api_records = a.hip_api_records();
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 64, 10, 20, 1, 2, 0), 0) << "no copy record";
+  EXPECT_EQ(a.hip_api_records(), api_records + 1) << "but the call is traced";
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 64, 10, 20, 1, 2, 1), 0);
+  EXPECT_EQ(a.hip_api_records(), api_records + 1);
+  ASSERT_EQ(a.flush_buffer(w.abuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].kind, 5u);
+  EXPECT_EQ(At<int32_t>(recs[0].bytes.data(), kHipOp), HipMemcpyAsyncId());
+  EXPECT_EQ(U64(recs[0], HipThread()), Gettid());
+}
+
+TEST(FakeSdkGraph, AllKernelsShareTheLaunchCallsId) {
+  REQUIRE_MEM_SETUP();
+  Started h(a, w.hctx);
+  const uint64_t me = Gettid();
+  ASSERT_EQ(a.push_ext(w.hctx, me, 0x66), 0);
+  const uint64_t kernels[] = {501, 502, 503};
+  const uint64_t starts[] = {1000, 2000, 3000};
+  const uint64_t ends[] = {1500, 2500, 3500};
+  const uint64_t api_records = a.hip_api_records();
+  const uint64_t before = BoottimeNow();
+  EXPECT_EQ(a.graph_launch(kernels, starts, ends, 3, 9, 10), 1);
+  const uint64_t after = BoottimeNow();
+  ASSERT_EQ(a.pop_ext(w.hctx, me, nullptr), 0);
+  EXPECT_EQ(a.hip_api_records(), api_records + 1) << "one API record for the whole graph";
+  EXPECT_EQ(a.dispatch_kernel(504, 4000, 4500, 9, 10), 1);
+  ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 6u);  // 3 dispatches, the graph's API record, a dispatch, its API record
+  const uint64_t id = U64(recs[0], kKdInternal);
+  EXPECT_NE(id, 0u);
+  for (int i = 0; i < 3; ++i) {
+    const RecCopy& kd = recs[i];
+    EXPECT_EQ(kd.kind, 11u) << i;
+    ASSERT_EQ(kd.bytes.size(), kKdRecordSize);
+    EXPECT_EQ(U64(kd, kKdInternal), id) << "one call, one id: " << i;
+    EXPECT_EQ(U64(kd, kKdExternal), 0x66u);
+    EXPECT_EQ(U64(kd, kKdThread), me);
+    EXPECT_EQ(U64(kd, kKdKernel), kernels[i]);
+    EXPECT_EQ(U64(kd, kKdStart), starts[i]);
+    EXPECT_EQ(U64(kd, kKdEnd), ends[i]);
+    EXPECT_EQ(U64(kd, kKdAgent), 9u);
+    EXPECT_EQ(U64(kd, kKdQueue), 10u);
+    EXPECT_EQ(U64(kd, kKdDispatchId), U64(recs[0], kKdDispatchId) + i) << "counting up";
+  }
+  const RecCopy& api = recs[3];
+  EXPECT_EQ(api.kind, 5u) << "after all the dispatches";
+  EXPECT_EQ(At<int32_t>(api.bytes.data(), kHipOp), HipGraphLaunchId());
+  EXPECT_EQ(U64(api, kHipInternal), id);
+  EXPECT_EQ(U64(api, kHipExternal), 0x66u);
+  EXPECT_EQ(U64(api, HipThread()), me);
+  EXPECT_GE(U64(api, HipStart()), before);
+  EXPECT_LE(U64(api, HipEnd()), after);
+  EXPECT_LT(U64(api, HipStart()), U64(api, HipEnd()));
+  EXPECT_EQ(recs[4].kind, 11u);
+  EXPECT_NE(U64(recs[4], kKdInternal), id) << "the next launch is its own call";
+  EXPECT_EQ(U64(recs[4], kKdDispatchId), U64(recs[2], kKdDispatchId) + 1);
+  EXPECT_EQ(At<int32_t>(recs[5].bytes.data(), kHipOp), HipLaunchId());
+}
+
+TEST(FakeSdkGraph, EmptyGraphsBadArgumentsAndFilters) {
+  REQUIRE_MEM_SETUP();
+  const uint64_t one[] = {1};
+  EXPECT_EQ(a.graph_launch(one, one, one, 1, 1, 1), 0) << "no context started";
+  {
+    Started h(a, w.hctx);
+    const uint64_t api_records = a.hip_api_records();
+    EXPECT_EQ(a.graph_launch(nullptr, nullptr, nullptr, 0, 1, 1), 0) << "an empty graph";
+    EXPECT_EQ(a.hip_api_records(), api_records + 1) << "is still a traced call";
+    EXPECT_EQ(a.graph_launch(one, one, one, -1, 1, 1), -1);
+    EXPECT_EQ(a.graph_launch(nullptr, one, one, 1, 1, 1), -1);
+    EXPECT_EQ(a.graph_launch(one, nullptr, one, 1, 1, 1), -1);
+    EXPECT_EQ(a.graph_launch(one, one, nullptr, 1, 1, 1), -1);
+    EXPECT_EQ(a.hip_api_records(), api_records + 1) << "nothing made for bad arguments";
+    ASSERT_EQ(a.flush_buffer(w.hbuf), 0);
+    const auto recs = Flat(TakeBatches());
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(At<int32_t>(recs[0].bytes.data(), kHipOp), HipGraphLaunchId());
+  }
+  // fctx: hipGraphLaunch is filtered out of its HIP buffer; the dispatches still go in.
+  Started f(a, w.fctx);
+  const uint64_t kernels[] = {601, 602};
+  const uint64_t api_records = a.hip_api_records();
+  EXPECT_EQ(a.graph_launch(kernels, kernels, kernels, 2, 1, 1), 1);
+  EXPECT_EQ(a.hip_api_records(), api_records);
+  ASSERT_EQ(a.flush_buffer(w.fhbuf), 0);
+  EXPECT_TRUE(TakeBatches().empty());
+  ASSERT_EQ(a.flush_buffer(w.fkbuf), 0);
+  const auto recs = Flat(TakeBatches());
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(U64(recs[0], kKdKernel), 601u);
+  EXPECT_EQ(U64(recs[1], kKdKernel), 602u);
+  EXPECT_EQ(U64(recs[0], kKdInternal), U64(recs[1], kKdInternal));
+}
+
 // Records left pending (not flushed) when the SDK finalizes are lost: it does not flush by itself.
 uint64_t g_delivered_before_finalize = 0;
 TEST(FakeSdkZ, A_RecordsPendingBeforeFinalize) {
@@ -2190,6 +2501,9 @@ TEST(FakeSdkZ, PendingRecordsAreLostAtFinalize) {
   EXPECT_EQ(a.records_delivered(), g_delivered_before_finalize);
   EXPECT_EQ(a.start_context(w.kctx), Locked());
   EXPECT_EQ(a.dispatch_kernel(3, 10, 20, 1, 1), 0);
+  EXPECT_EQ(a.memory_copy(kCopyHostToDevice, 1, 10, 20, 1, 2, 0), 0);
+  const uint64_t one[] = {1};
+  EXPECT_EQ(a.graph_launch(one, one, one, 1, 1, 1), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Test hooks of the fake rocprofiler-sdk (fake_rocprofiler_sdk.cc) for kernel tracing: code-object
 // symbol loads, kernel dispatches into KERNEL_DISPATCH buffers with their launching HIP API calls
-// into HIP_RUNTIME_API buffers, delivery and external-correlation probes. The fake exports them
+// into HIP_RUNTIME_API buffers, memory copies into MEMORY_COPY buffers (with their hipMemcpyAsync
+// calls), HIP graph launches, delivery and external-correlation probes. The fake exports them
 // with C linkage and default visibility; a test either includes this header and links the fake,
 // or (the usual way, since the fake is dlopen'ed RTLD_GLOBAL) looks them up with dlsym and casts
 // to the FakeSdk*Fn pointer types below.
@@ -17,20 +18,35 @@
 //      < 10000 (6.x):    @0    @8    @12 @16       @24       -         @32    @40  @48   = 56 B
 //      >= 10000 (7.x):   @0    @8    @12 @16       @24       @32 (=0)  @40    @48  @56   = 64 B
 //    start/end are CLOCK_BOOTTIME ns (the call's entry and exit), thread_id the caller's TID.
+//  - MEMORY_COPY (buffer kind 10, every version) records, header {TRACING, 10}: a
+//    rocprofiler_buffer_tracing_memory_copy_record_t; its correlation_id is the 16-byte async
+//    one in every version (as in the kernel dispatch record), and 7.x appends two addresses:
+//      size @0, kind @8, op @12, internal @16, external @24, thread_id @32, start @40, end @48,
+//      dst_agent_id @56, src_agent_id @64, bytes @72          = 80 B below 10000 (6.x, size 80);
+//      7.x (>= 10000): the same 80, then dst_address @80, src_address @88 = 96 B (size 96).
+//    operation is the direction (rocprofiler_memory_copy_operation_t, same numbering in 6.x and
+//    7.x): NONE 0, HOST_TO_HOST 1, HOST_TO_DEVICE 2, DEVICE_TO_HOST 3, DEVICE_TO_DEVICE 4.
 //  - Every kernel dispatch is the enqueue of a hipLaunchKernel call on the calling thread: its
 //    dispatch record's correlation internal id is the API record's (a fresh id per call), and
 //    the API record follows the dispatch record (the SDK writes it at the call's exit; a short
 //    kernel can complete first). fake_sdk_dispatch_kernel_ex changes the order, splits the two
 //    into different batches, uses hipModuleLaunchKernel, or makes no API record (an enqueue
 //    outside any traced HIP call, e.g. HSA-direct: the dispatch's id is fresh and unmatched).
+//    A memory copy (fake_sdk_memory_copy) is likewise the enqueue of a hipMemcpyAsync call. A
+//    hipGraphLaunch (fake_sdk_graph_launch) enqueues all of the graph's kernels inside ONE call:
+//    every one of its dispatch records carries that call's correlation internal id (one id, n
+//    dispatches), and its one API record follows them.
 //  - rocprofiler_iterate_buffer_tracing_kind_operations(kind, cb(kind, op, data) -> 0 to go on,
 //    data) and rocprofiler_query_buffer_tracing_kind_operation_name(kind, op, &name, &len):
-//    HIP_RUNTIME_API has 20 operations (hipGetDevice ... hipLaunchKernel, hipModuleLaunchKernel,
-//    ... hipHccModuleLaunchKernel) numbered DIFFERENTLY per layout, so ids must be looked up by
+//    HIP_RUNTIME_API has 20 operations (hipGetDevice ... hipMemcpyAsync (i = 5), hipMemsetAsync
+//    (6), ... hipLaunchKernel (11), hipModuleLaunchKernel (12), ... hipGraphLaunch (16), ...
+//    hipHccModuleLaunchKernel (19)) numbered DIFFERENTLY per layout, so ids must be looked up by
 //    name, never hard-coded: 6.x: 10 + 3*i in table order; 7.x: 100 + 7*(19 - i), reversed (the
-//    table is in fake_rocprofiler_sdk.cc). KERNEL_DISPATCH iterates ENQUEUE 1, COMPLETE 2; other
-//    existing kinds iterate nothing; a kind the version lacks is KIND_NOT_FOUND (4), an unknown
-//    operation OPERATION_NOT_FOUND (5).
+//    table is in fake_rocprofiler_sdk.cc). KERNEL_DISPATCH iterates ENQUEUE 1, COMPLETE 2 (not
+//    NONE); MEMORY_COPY iterates NONE 0 "MEMORY_COPY_NONE", 1 "MEMORY_COPY_HOST_TO_HOST",
+//    2 "MEMORY_COPY_HOST_TO_DEVICE", 3 "MEMORY_COPY_DEVICE_TO_HOST", 4
+//    "MEMORY_COPY_DEVICE_TO_DEVICE" (NONE included); other existing kinds iterate nothing; a kind
+//    the version lacks is KIND_NOT_FOUND (4), an unknown operation OPERATION_NOT_FOUND (5).
 //  - Delivery on ONE SDK-internal thread per process (started lazily): when a buffer's pending
 //    payload bytes reach its watermark (0: every record), or on rocprofiler_flush_buffer, which
 //    returns only after the callback has returned. Record memory (the header-pointer array, the
@@ -122,6 +138,51 @@ enum {
 int fake_sdk_dispatch_kernel_ex(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
                                 uint64_t agent_id, uint64_t queue_id, int flags);
 
+// rocprofiler_memory_copy_operation_t (the same in 6.x and 7.x): fake_sdk_memory_copy's
+// `operation`.
+enum {
+  FAKE_SDK_MEMORY_COPY_NONE = 0,
+  FAKE_SDK_MEMORY_COPY_HOST_TO_HOST = 1,
+  FAKE_SDK_MEMORY_COPY_HOST_TO_DEVICE = 2,
+  FAKE_SDK_MEMORY_COPY_DEVICE_TO_HOST = 3,
+  FAKE_SDK_MEMORY_COPY_DEVICE_TO_DEVICE = 4,
+};
+
+// A memory copy enqueued by a hipMemcpyAsync call on the calling thread. For every STARTED
+// context with MEMORY_COPY buffer tracing whose operation filter is empty or holds `operation`,
+// it appends one record in this version's layout (above): size 80 (6.x) or 96 (7.x), kind 10,
+// operation = `operation` (written as given, unchecked), correlation internal = a fresh id (one
+// per call), external = the calling thread's stack top for that context (same rule as
+// dispatches), thread_id = gettid(), the given start/end (device times, unchecked), dst_agent_id,
+// src_agent_id, bytes; 7.x only: dst_address = 0x7f0000000000 + (internal << 12), src_address =
+// 0x7e0000000000 + (internal << 12) (made up, but predictable). Stopped contexts get nothing.
+//
+// Exactly like fake_sdk_dispatch_kernel's API record, it also appends, to every STARTED context
+// with HIP_RUNTIME_API buffer tracing whose filter is empty or holds this version's id of
+// "hipMemcpyAsync", one API record for that operation: correlation internal = the copy record's
+// id, external = the thread's stack top, thread_id = gettid(), start/end = CLOCK_BOOTTIME at
+// entry/exit (start < end), whether or not any context traces MEMORY_COPY. `flags` as
+// fake_sdk_dispatch_kernel_ex's: NO_HIP_API (1) no API record, HIP_API_FIRST (2) the API record
+// BEFORE the copy record (default: after), SEAL_BETWEEN (4) the two in different batches;
+// MODULE_LAUNCH (8) is ignored. The correlation id advances whenever any record is made. Returns
+// the number of buffers the COPY record went into (a record dropped by a DISCARD/NONE buffer does
+// not count; API records never count).
+int fake_sdk_memory_copy(int operation, uint64_t bytes, uint64_t start_ns, uint64_t end_ns,
+                         uint64_t dst_agent, uint64_t src_agent, int flags);
+
+// A hipGraphLaunch call on the calling thread whose graph holds `n` kernels: kernel_ids[i],
+// starts[i], ends[i] for i < n. To the targets of fake_sdk_dispatch_kernel it appends n
+// KERNEL_DISPATCH records in order i = 0 .. n-1 (each as fake_sdk_dispatch_kernel would make it,
+// on agent_id/queue_id, with dispatch ids counting up by one per record from the process-wide
+// counter), ALL with the call's one fresh correlation internal id (the SDK enqueues a graph's
+// kernels inside the hipGraphLaunch call), then ONE HIP_RUNTIME_API record for this version's id
+// of "hipGraphLaunch" with that id (same targets, filter, external, thread and interval rules as
+// the launch call's record above), appended after all the dispatch records. n = 0 makes only the
+// API record. Returns the number of buffers the FIRST dispatch record went into (0 for n = 0),
+// -1 (nothing made) for n < 0 or a NULL array with n > 0.
+int fake_sdk_graph_launch(const uint64_t* kernel_ids, const uint64_t* starts,
+                          const uint64_t* ends, int n, uint64_t agent_id, uint64_t queue_id);
+
 // One HIP runtime call with no kernel: appends one API record for `op_name` (this version's id
 // of that name) to the same targets (started contexts with HIP_RUNTIME_API buffer tracing whose
 // filter passes the id), with a fresh correlation id, the given start/end (as given, unchecked)
@@ -180,6 +241,9 @@ using FakeSdkSetStrictSymbolNamesFn = void (*)(int);
 using FakeSdkDispatchKernelFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 using FakeSdkDispatchKernelExFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int);
 using FakeSdkHipApiCallFn = uint64_t (*)(const char*, uint64_t, uint64_t, uint64_t);
+using FakeSdkMemoryCopyFn = int (*)(int, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int);
+using FakeSdkGraphLaunchFn = int (*)(const uint64_t*, const uint64_t*, const uint64_t*, int,
+                                     uint64_t, uint64_t);
 using FakeSdkDispatchRawFn = int (*)(const void*, size_t);
 using FakeSdkSetDeliveryOrderFn = void (*)(int);
 using FakeSdkCounterFn = uint64_t (*)(void);  // also fake_sdk_hip_api_records

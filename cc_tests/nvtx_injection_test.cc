@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 #include "roctx_utils/roctx_utils.h"
+#include "roctx_utils/roofline.h"
 
 namespace {
 
@@ -537,6 +538,148 @@ TEST_F(NvtxInjection, CuptiKernelsAreJoinedByLaunchOnThreadsThatAreGone) {
   EXPECT_EQ(Count(json, "\"nvtx_range\":\"process_range\""), Count(json, "\"name\":\"process_range\""))
       << "a start/end range is on no stack: only its own events name it\n" << json;
   EXPECT_EQ(Count(json, "\"ph\":\"s\""), 4u) << "one arrow per kernel launched inside a range\n" << json;
+}
+
+// The fake CUPTI's graph node (cc_tests/fake_cupti.cc).
+struct FakeGraphNode {
+  int kind;  // 10 kernel, 1 memcpy, 2 memset
+  const char* name;
+  uint64_t start, end;
+  uint64_t bytes;
+  int copy_kind;
+};
+
+// Copies and sets beside the kernels (CUPTI MEMCPY/MEMSET, CUDA 13.0's Memcpy6/Memset4), each
+// on its real stream's row named as XLA names its own, under the range open at its launch; a
+// graph launch (an XLA command buffer) puts every node it ran under the range open at the
+// cudaGraphLaunch, with the graph and node ids XProf shows.
+TEST_F(NvtxInjection, CuptiCopiesSetsAndGraphNodesAreGpuEventsUnderTheRangeOpenAtTheirLaunch) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto copy = reinterpret_cast<uint32_t (*)(int, int, int, uint64_t, uint64_t, uint64_t, uint32_t, uint32_t)>(
+      dlsym(cupti, "fake_cupti_copy"));
+  auto memset = reinterpret_cast<uint32_t (*)(uint32_t, uint64_t, uint64_t, uint64_t, uint32_t, uint32_t)>(
+      dlsym(cupti, "fake_cupti_memset"));
+  auto graph = reinterpret_cast<uint32_t (*)(uint32_t, const FakeGraphNode*, int, uint32_t, uint32_t)>(
+      dlsym(cupti, "fake_cupti_graph_launch"));
+  ASSERT_TRUE(enabled && copy && memset && graph);
+  for (int kind : {1, 2, 22}) EXPECT_EQ(enabled(kind), 1) << "MEMCPY, MEMSET and MEMCPY2 are traced";
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  push("Thunk:#hlo_op=copy-start.1#");
+  copy(1, 2, 3, 4096, t0 + 1000, t0 + 2000, 0, 15);  // pinned host -> device on stream 15
+  memset(0, 1 << 20, t0 + 3000, t0 + 4000, 0, 15);
+  pop();
+  push("Thunk:#hlo_op=command_buffer_1#");
+  const FakeGraphNode nodes[] = {
+      {10, "graph_kernel", t0 + 10000, t0 + 20000, 0, 0},
+      {1, nullptr, t0 + 21000, t0 + 22000, 4 << 20, 8},  // device to device
+      {2, nullptr, t0 + 23000, t0 + 24000, 4 << 20, 0},
+  };
+  graph(2, nodes, 3, 0, 14);
+  pop();
+  usleep(500);
+  const std::string json = StopAsChrome("copies.json");
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(Count(json, "\"name\":\"Stream #15(MemcpyH2D,Memset)\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"Stream #14(Compute,MemcpyD2D,Memset)\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"memcpy_details\":\"kind_src:pinned kind_dst:device size:4096 dest:0 async:1\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"Memset_details\":\"kind:device num_bytes:1048576 async:1\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"MemcpyD2D\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"Memset 3\""), 2u) << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"Thunk:#hlo_op=copy-start.1#\""), 3u) << "the range, its copy and its set\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"Thunk:#hlo_op=command_buffer_1#\""), 4u)
+      << "the thunk and the three nodes of the graph it launched\n" << json;
+  EXPECT_EQ(Count(json, "\"cuda_graph_id\":2"), 3u) << json;
+  EXPECT_EQ(Count(json, "\"cuda_graph_node_id\":8589934593"), 1u) << "node 1 of graph exec 2\n" << json;
+}
+
+// Another profiler takes CUPTI over exactly as XLA's tracer does under jax.profiler.trace
+// (subscribe, its own buffer callbacks, enable, work, disable, forced flush, unsubscribe,
+// finalize): what we had before it came is ours; what it saw is counted, not lost silently;
+// after its finalize we trace again by ourselves, and we never subscribed (which would have
+// made its cuptiSubscribe fail).
+namespace xla_like {
+uint64_t g_records = 0;
+void Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 20;
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void Completed(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (valid > 0) ++g_records;
+  free(buffer);  // XLA frees whatever buffer it is handed, ours included
+}
+}  // namespace xla_like
+
+TEST_F(NvtxInjection, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndWeResumeAfterItsFinalize) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  auto subscribe = reinterpret_cast<int (*)(void**, void*, void*)>(dlsym(cupti, "cuptiSubscribe"));
+  auto enable_domain = reinterpret_cast<int (*)(uint32_t, void*, int)>(dlsym(cupti, "cuptiEnableDomain"));
+  auto unsubscribe = reinterpret_cast<int (*)(void*)>(dlsym(cupti, "cuptiUnsubscribe"));
+  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
+      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
+  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
+  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
+  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
+  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto subscribes = reinterpret_cast<int (*)()>(dlsym(cupti, "fake_cupti_subscribe_count"));
+  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
+  ASSERT_TRUE(launch && subscribe && enable_domain && unsubscribe && register_callbacks && enable && disable && flush_all &&
+              finalize && enabled && subscribes && stats_get);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  const int subscribes_before = subscribes();
+  Start();
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
+  const uint64_t t0 = BoottimeNs();
+  push("before_the_trace");
+  launch("kernel_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  pop();
+  usleep(300 * 1000);  // a few watch periods: delivered to us without any flush of ours
+  push("at_the_takeover");
+  launch("kernel_at_takeover", t0 + 3000, t0 + 4000, 0, 7, 1, 32);  // still in CUPTI's buffer
+  pop();
+  // XLA's CuptiTracer::Enable ... Disable.
+  void* subscriber = nullptr;
+  ASSERT_EQ(subscribe(&subscriber, nullptr, nullptr), 0) << "we never subscribed: XLA's subscribe succeeds";
+  EXPECT_EQ(enable_domain(1, subscriber, 2), 0);
+  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 22, 2}) enable(kind);
+  for (int i = 0; i < 3; ++i) launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 22, 2}) disable(kind);
+  EXPECT_EQ(flush_all(1), 0);
+  EXPECT_EQ(unsubscribe(subscriber), 0);
+  EXPECT_EQ(finalize(), 0);
+  EXPECT_GE(xla_like::g_records, 1u) << "XLA got its trace";
+  // Ours sets CUPTI up again by itself within a watch period or two.
+  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
+  EXPECT_EQ(enabled(10), 1) << "tracing resumed after the other profiler's finalize";
+  push("after_the_trace");
+  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  pop();
+  usleep(500);
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  const std::string json = StopAsChrome("takeover.json");
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_before\""), 1u) << "delivered before the takeover: ours\n" << json;
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << "traced again after it\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"after_the_trace\""), 2u) << "and joined to its range\n" << json;
+  EXPECT_EQ(Count(json, "kernel_in_xla_trace"), 0u) << json;
+  // The call at the takeover and XLA's three went to XLA: counted by their correlation ids.
+  EXPECT_EQ(after.not_seen - before.not_seen, 4u);
+  EXPECT_EQ(subscribes(), subscribes_before + 1) << "only XLA subscribed";
 }
 
 }  // namespace

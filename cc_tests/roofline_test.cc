@@ -27,6 +27,8 @@ struct Fake {
   FakeSdkCounterFn flushes = nullptr;
   FakeSdkDispatchRawFn raw = nullptr;
   FakeSdkDispatchKernelExFn dispatch_ex = nullptr;
+  FakeSdkMemoryCopyFn memory_copy = nullptr;
+  FakeSdkGraphLaunchFn graph_launch = nullptr;
 
   static const Fake& Get() {
     static const Fake fake = [] {
@@ -41,6 +43,8 @@ struct Fake {
       f.flushes = reinterpret_cast<FakeSdkCounterFn>(dlsym(sdk, "fake_sdk_buffer_flushes"));
       f.raw = reinterpret_cast<FakeSdkDispatchRawFn>(dlsym(sdk, "fake_sdk_dispatch_raw"));
       f.dispatch_ex = reinterpret_cast<FakeSdkDispatchKernelExFn>(dlsym(sdk, "fake_sdk_dispatch_kernel_ex"));
+      f.memory_copy = reinterpret_cast<FakeSdkMemoryCopyFn>(dlsym(sdk, "fake_sdk_memory_copy"));
+      f.graph_launch = reinterpret_cast<FakeSdkGraphLaunchFn>(dlsym(sdk, "fake_sdk_graph_launch"));
       return f;
     }();
     return fake;
@@ -300,7 +304,7 @@ TEST_F(Roofline, KernelsAppearAsGpuRowsUnderTheirRocTxRange) {
   ASSERT_EQ(roctx_utils_snapshot_write_logdir(snapshot, dir.c_str(), "run", path, sizeof(path)), ROCTX_UTILS_OK);
   const std::string xspace = capture_test::ReadFile(path);
   EXPECT_NE(xspace.find("/device:GPU:0"), std::string::npos);
-  EXPECT_NE(xspace.find("Stream #0"), std::string::npos);
+  EXPECT_NE(xspace.find("Stream #3(Compute)"), std::string::npos) << "the real queue, named as XLA names a stream";
   EXPECT_NE(xspace.find("gemm_kernel()"), std::string::npos);
   EXPECT_NE(xspace.find("kernel_details"), std::string::npos);
   const std::string chrome_path = dir + "/trace.json";
@@ -314,6 +318,47 @@ TEST_F(Roofline, KernelsAppearAsGpuRowsUnderTheirRocTxRange) {
   roctx_utils_snapshot_free(snapshot);
 }
 
+
+// MEMORY_COPY records (80 bytes in 6.x, 96 in 7.x) become copy events beside the kernels, under
+// the range open at their hipMemcpyAsync, on the GPU end of the copy; a HIP graph launch puts
+// every kernel it dispatched under the range open at the hipGraphLaunch. The report stays
+// kernels-only.
+TEST_F(Roofline, CopiesAndGraphLaunchesAreGpuEventsUnderTheRangeOpenAtTheirCall) {
+  const Fake& f = Fake::Get();
+  ASSERT_TRUE(f.memory_copy && f.graph_launch);
+  f.load_symbol(41, "_Z6graph1v", 13);
+  f.load_symbol(42, "_Z6graph2v", 13);
+  ASSERT_EQ(capture_test::Start(), ROCTX_UTILS_OK);
+  const Op add("ADD", 8, 64);
+  tsl::profiler::RangePush(nullptr, "Thunk:#hlo_op=copy-start#");
+  const uint64_t op = roctx_utils_op_begin(&add.desc);
+  const uint64_t t0 = BoottimeNs();
+  EXPECT_EQ(f.memory_copy(FAKE_SDK_MEMORY_COPY_HOST_TO_DEVICE, 4096, t0, t0 + 1000, 1, 99, 0), 1);
+  roctx_utils_op_end();
+  tsl::profiler::RangePop(nullptr);
+  tsl::profiler::RangePush(nullptr, "Thunk:#hlo_op=command_buffer#");
+  const uint64_t ids[] = {41, 42, 41};
+  const uint64_t starts[] = {t0 + 2000, t0 + 3000, t0 + 4000};
+  const uint64_t ends[] = {t0 + 2500, t0 + 3500, t0 + 4500};
+  EXPECT_EQ(f.graph_launch(ids, starts, ends, 3, 1, 3), 1);
+  tsl::profiler::RangePop(nullptr);
+  usleep(200);
+  roctx_utils_snapshot* snapshot = nullptr;
+  ASSERT_EQ(roctx_utils_session_stop(&snapshot), ROCTX_UTILS_OK);
+  const std::string chrome_path = capture_test::TmpDir("copies") + "/trace.json";
+  ASSERT_EQ(roctx_utils_snapshot_write_chrome(snapshot, chrome_path.c_str()), ROCTX_UTILS_OK);
+  roctx_utils_snapshot_free(snapshot);
+  const std::string chrome = capture_test::ReadFile(chrome_path);
+  EXPECT_EQ(Count(chrome, "\"name\":\"MemcpyH2D\""), 1u) << chrome;
+  EXPECT_EQ(Count(chrome, "\"memcpy_details\":\"kind_src:unknown kind_dst:device size:4096 dest:0 async:0\""), 1u) << chrome;
+  EXPECT_EQ(Count(chrome, "\"nvtx_range\":\"Thunk:#hlo_op=copy-start#\""), 2u) << "the range and its copy\n" << chrome;
+  EXPECT_EQ(Count(chrome, "\"nvtx_range\":\"Thunk:#hlo_op=command_buffer#\""), 4u) << "the range and the graph's 3 kernels\n" << chrome;
+  EXPECT_EQ(Count(chrome, "\"name\":\"Stream #3(Compute)\""), 1u) << chrome;
+  EXPECT_EQ(Count(chrome, "\"name\":\"Stream #0(MemcpyH2D)\""), 1u) << "the SDK names no queue for a copy\n" << chrome;
+  // The roofline report: the op's row has no kernel (a copy is not one).
+  const std::string json = WriteReport("copies.json");
+  EXPECT_EQ(json.find("\"invocation\": " + std::to_string(op) + ","), std::string::npos) << json;
+}
 
 // The SDK refused HIP API tracing (roofline_external_v*_test): attribution falls back to the
 // external-correlation stack, and every test above must give the same answers.

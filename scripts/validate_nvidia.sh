@@ -19,7 +19,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax overhead names torch llama} "
+SECTIONS=" ${*:-jax defaults inside overhead names torch llama} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -50,6 +50,35 @@ grep -h "CUPTI" "$OUTDIR/jax_ours.log" | tail -n 1
 python3 scripts/nvidia/compare_jax.py "$WORK/jax_ours.json" "$WORK/jax_ref.json" jit_step "$WARMUP" "$STEPS" \
   | tee "$OUTDIR/compare_jax.txt"
 tally "$OUTDIR/compare_jax.txt" "validate jax"
+fi
+
+if want defaults; then
+# Issue 22: a workload not tuned here (lax.scan over 4 bf16 transformer layers with attention) at
+# XLA's DEFAULT flags (command buffers on), against a separate jax.profiler.trace.
+echo "== JAX defaults: ours vs jax.profiler.trace, command buffers on =="
+XLA_FLAGS= python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace "$WORK/dref" >"$WORK/dref.log" 2>&1 || tail "$WORK/dref.log"
+XLA_FLAGS= NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/dours ROCTX_UTILS_LOG=info \
+  python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" >"$OUTDIR/defaults_ours.log" 2>&1 || tail "$OUTDIR/defaults_ours.log"
+"$BIN/roctx" convert --format chrome "$(find "$WORK/dref" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dref.json" >/dev/null
+"$BIN/roctx" convert --format chrome "$(find "$WORK/dours" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dours.json" >/dev/null
+grep -h "CUPTI" "$OUTDIR/defaults_ours.log" | tail -n 2
+python3 scripts/nvidia/compare_defaults.py steps "$WORK/dours.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_defaults.txt"
+tally "$OUTDIR/compare_defaults.txt" "validate defaults"
+fi
+
+if want inside; then
+# Issue 22: jax.profiler.trace in the middle of an injected run (XLA's tracer takes CUPTI over,
+# then finalizes it): nothing of ours before or after it may be lost.
+echo "== JAX: a jax.profiler.trace inside an injected run =="
+[ -f "$WORK/dref.json" ] || { XLA_FLAGS= python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace "$WORK/dref" >"$WORK/dref.log" 2>&1
+  "$BIN/roctx" convert --format chrome "$(find "$WORK/dref" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dref.json" >/dev/null; }
+XLA_FLAGS= NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/iours ROCTX_UTILS_LOG=info \
+  python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace-inside "$WORK/ixla" >"$OUTDIR/inside_ours.log" 2>&1 || tail "$OUTDIR/inside_ours.log"
+"$BIN/roctx" convert --format chrome "$(find "$WORK/iours" -name '*.xplane.pb' | head -n 1)" -o "$WORK/iours.json" >/dev/null
+"$BIN/roctx" convert --format chrome "$(find "$WORK/ixla" -name '*.xplane.pb' | head -n 1)" -o "$WORK/ixla.json" >/dev/null
+grep -h "CUPTI" "$OUTDIR/inside_ours.log" | tail -n 4
+python3 scripts/nvidia/compare_defaults.py inside "$WORK/iours.json" "$WORK/ixla.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_inside.txt"
+tally "$OUTDIR/compare_inside.txt" "validate inside"
 fi
 
 if want overhead; then

@@ -9,12 +9,16 @@
 //!   `cudaGraphLaunch`/`cuGraphLaunch` call's correlation id, so it joins that launch like any
 //!   kernel; its `graphId`/`graphNodeId` are kept (docs/kernels.md says what CUPTI does not give).
 //! - **Sharing CUPTI** with another profiler (XLA's tracer under `jax.profiler`, Kineto): its
-//!   `cuptiActivityRegisterCallbacks` takes the delivery of every buffer, ours included, and its
-//!   `cuptiFinalize` drops our callbacks, kinds and clock. So a watch thread hands CUPTI's
-//!   completed records to us every [`WATCH_PERIOD`] (what can be lost at a takeover is what
-//!   arrived since), and sees a finalize as CUPTI's clock no longer being ours: it then sets
-//!   CUPTI up again and says once, at warning level, how many API calls (by correlation id) it
-//!   did not see ([`roctx_kernels::KernelStats::not_seen`]).
+//!   `cuptiActivityRegisterCallbacks` takes the delivery of every buffer, ours included (the
+//!   buffer CUPTI is filling goes to it, measured on CUDA 13.0), and its `cuptiFinalize` drops
+//!   our callbacks, kinds and clock, and starts correlation ids over. CUPTI says nothing to us
+//!   when it happens. What is at stake is the buffer CUPTI is filling ([`BUFFER_BYTES`]; 64 KiB
+//!   buffers kept 900 of 1,530 activities before a jax.profiler.trace where 4 MiB kept none, but
+//!   cost +31 % on a JAX step with command buffers off: docs/kernels.md), and a watch thread that asks for completed records every [`FLUSH_PERIOD`] and checks every
+//!   [`WATCH_PERIOD`] that CUPTI's clock is still ours: when it is not, another client has
+//!   finalized CUPTI, and the thread sets it up again and says once, at warning level, what
+//!   happened and how many API calls it did not see ([`roctx_kernels::KernelStats::not_seen`],
+//!   when the correlation ids tell).
 //! - **One clock**: a timestamp callback returning `CLOCK_BOOTTIME` ns, registered before any
 //!   kind is enabled, puts kernels and API calls on the clock of our ranges (if CUPTI refuses
 //!   it, its `CLOCK_REALTIME` stamps are shifted by the offset measured at start-up).
@@ -42,9 +46,10 @@ use roctx_sys::cupti::{self, Activity, Api};
 pub const BUFFER_BYTES: usize = 4 << 20;
 /// Most buffers handed to CUPTI and not yet returned.
 pub const MAX_BUFFERS: usize = 64;
-/// How often the watch thread asks CUPTI for its completed records and checks that CUPTI is
-/// still set up for us.
-pub const WATCH_PERIOD: Duration = Duration::from_millis(100);
+/// How often the watch thread checks that CUPTI is still set up for us (one `cuptiGetTimestamp`).
+pub const WATCH_PERIOD: Duration = Duration::from_millis(10);
+/// How often the watch thread asks CUPTI for the records it holds complete.
+pub const FLUSH_PERIOD: Duration = Duration::from_millis(100);
 /// CUPTI's clock farther than this from `CLOCK_BOOTTIME` is no longer our timestamp callback.
 const CLOCK_LOST_NS: u64 = 1_000_000_000;
 /// Threads whose ids are kept for the join (a process creating more annotating threads than
@@ -170,15 +175,25 @@ static LAST_CORRELATION: AtomicU32 = AtomicU32::new(0);
 /// Set up again after another client's finalize; the next API records say how many we missed.
 static RESUMED_AFTER: AtomicU64 = AtomicU64::new(NOT_RESUMED);
 const NOT_RESUMED: u64 = u64::MAX;
+/// When the last resume happened, and when the last record before it was delivered to us.
+static RESUMED_AT: AtomicU64 = AtomicU64::new(0);
+static LAST_DELIVERY: AtomicU64 = AtomicU64::new(0);
 
 fn start_watch() {
     if CLOCK_SHIFT.load(Ordering::Acquire) != 0 {
         // Without our clock in CUPTI there is no sign of another client's finalize.
         log::info(format_args!("CUPTI: our timestamp callback was refused: a profiler that takes CUPTI over will not be followed by a resume"));
     }
-    let spawned = std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| loop {
-        std::thread::sleep(WATCH_PERIOD);
-        roctx_sys::guard((), watch_once);
+    let spawned = std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| {
+        let mut last_flush = std::time::Instant::now();
+        loop {
+            std::thread::sleep(WATCH_PERIOD);
+            let flush = last_flush.elapsed() >= FLUSH_PERIOD;
+            if flush {
+                last_flush = std::time::Instant::now();
+            }
+            roctx_sys::guard((), || watch_once(flush));
+        }
     });
     if let Err(e) = spawned {
         log::warn(format_args!("CUPTI: no watch thread ({e}): records are delivered only when full or at a flush, and a profiler that takes CUPTI over is not followed"));
@@ -187,7 +202,7 @@ fn start_watch() {
 
 /// One tick: hand completed records over (to whoever CUPTI delivers to now), and set CUPTI up
 /// again if another client finalized it.
-fn watch_once() {
+fn watch_once(flush: bool) {
     let Some(api) = API.get() else { return };
     if !active() {
         return;
@@ -196,8 +211,11 @@ fn watch_once() {
         resume(api);
         return;
     }
-    // SAFETY: flag 0: only records already complete; synchronous, calls the completion callback.
-    unsafe { (api.flush_all)(0) };
+    if flush {
+        // SAFETY: flag 0: only records already complete; synchronous, calls the completion
+        // callback.
+        unsafe { (api.flush_all)(0) };
+    }
 }
 
 /// Whether CUPTI still stamps with our callback (another client's `cuptiFinalize` drops it,
@@ -220,6 +238,9 @@ fn resume(api: &Api) {
     // Our buffers that the other client received were freed by it; none will come back.
     OUTSTANDING.store(0, Ordering::Release);
     RESUMED_AFTER.store(u64::from(LAST_CORRELATION.load(Ordering::Acquire)), Ordering::Release);
+    // Measured on CUDA 13.0: ids start over at 1 after a finalize; the next ones count from 0.
+    LAST_CORRELATION.store(0, Ordering::Release);
+    RESUMED_AT.store(roctx_sys::os::boottime_ns(), Ordering::Release);
     match set_up(api) {
         Ok(()) => log::info(format_args!("CUPTI: another profiler released CUPTI (cuptiFinalize); tracing again")),
         Err(why) => {
@@ -240,9 +261,12 @@ fn after_resume(first: u32) {
     if let Some(n) = missed {
         roctx_kernels::count_not_seen(n);
     }
+    let gap_ms = RESUMED_AT.load(Ordering::Acquire).saturating_sub(LAST_DELIVERY.load(Ordering::Acquire)) as f64 / 1e6;
     let how_many = match missed {
         Some(n) => format!("{n} CUDA API calls (correlation ids {} to {}) and the kernels, copies and sets they launched", after + 1, u64::from(first) - 1),
-        None => "an unknown number of CUDA API calls (CUPTI's correlation ids started over)".to_owned(),
+        None => format!(
+            "the CUDA API calls, kernels, copies and sets of up to {gap_ms:.1} ms before the resume (how many is unknown: CUPTI's finalize started its correlation ids over)"
+        ),
     };
     let message = format_args!(
         "CUPTI: another profiler (XLA's tracer under jax.profiler, Kineto, ...) took CUPTI's activity API; {how_many} went to it, not to this trace; tracing resumed when it finalized CUPTI"
@@ -435,6 +459,9 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
     if last_api != 0 {
         after_resume(first_api);
         LAST_CORRELATION.fetch_max(last_api, Ordering::AcqRel);
+    }
+    if !batch.is_empty() || last_api != 0 {
+        LAST_DELIVERY.store(roctx_sys::os::boottime_ns(), Ordering::Release);
     }
     SEEN[0].fetch_add(batch.len() as u64, Ordering::Relaxed);
     SEEN[1].fetch_add(launches.len() as u64, Ordering::Relaxed);
