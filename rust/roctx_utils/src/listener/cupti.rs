@@ -110,14 +110,13 @@ fn set_up(api: &Api) -> Result<(), String> {
     }
     // SAFETY: our callbacks have CUPTI's signatures and live forever.
     check("cuptiActivityRegisterCallbacks", unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) })?;
-    for (kind, name) in [
-        (cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"),
-        (cupti::kind::MEMCPY, "MEMCPY"),
-        (cupti::kind::MEMCPY2, "MEMCPY2"),
-        (cupti::kind::MEMSET, "MEMSET"),
-        (cupti::kind::RUNTIME, "RUNTIME"),
-        (cupti::kind::DRIVER, "DRIVER"),
-    ] {
+    let copies: &[(i32, &str)] = if roctx_config::get().copies {
+        &[(cupti::kind::MEMCPY, "MEMCPY"), (cupti::kind::MEMCPY2, "MEMCPY2"), (cupti::kind::MEMSET, "MEMSET")]
+    } else {
+        &[]
+    };
+    let kinds = [(cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (cupti::kind::RUNTIME, "RUNTIME"), (cupti::kind::DRIVER, "DRIVER")];
+    for &(kind, name) in kinds.iter().chain(copies) {
         // SAFETY: an activity kind of this CUPTI version.
         check(&format!("cuptiActivityEnable({name})"), unsafe { (api.enable)(kind) })?;
     }
@@ -186,8 +185,11 @@ fn start_watch() {
     }
     let spawned = std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| {
         let mut last_flush = std::time::Instant::now();
-        loop {
+        while !WATCH_STOP.load(Ordering::Acquire) {
             std::thread::sleep(WATCH_PERIOD);
+            if WATCH_STOP.load(Ordering::Acquire) {
+                break;
+            }
             let flush = last_flush.elapsed() >= FLUSH_PERIOD;
             if flush {
                 last_flush = std::time::Instant::now();
@@ -195,9 +197,35 @@ fn start_watch() {
             roctx_sys::guard((), || watch_once(flush));
         }
     });
-    if let Err(e) = spawned {
-        log::warn(format_args!("CUPTI: no watch thread ({e}): records are delivered only when full or at a flush, and a profiler that takes CUPTI over is not followed"));
+    match spawned {
+        Ok(handle) => *WATCH_THREAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((std::process::id(), handle)),
+        Err(e) => {
+            log::warn(format_args!("CUPTI: no watch thread ({e}): records are delivered only when full or at a flush, and a profiler that takes CUPTI over is not followed"));
+            return;
+        }
     }
+    // Registered after libcupti was loaded, so it runs before libcupti's destructors.
+    roctx_sys::os::at_exit(stop_watch);
+}
+
+/// The watch thread stops at exit.
+static WATCH_STOP: AtomicBool = AtomicBool::new(false);
+/// The watch thread, with the pid of the process that started it (a fork child has none).
+static WATCH_THREAD: Mutex<Option<(u32, std::thread::JoinHandle<()>)>> = Mutex::new(None);
+
+/// At exit: stops the watch thread and waits for it (at most a tick), so that no CUPTI call is
+/// in flight when libcupti's own destructors run. Joined, so that sanitizers see the order too.
+extern "C" fn stop_watch() {
+    roctx_sys::guard((), || {
+        WATCH_STOP.store(true, Ordering::Release);
+        let Ok(mut slot) = WATCH_THREAD.try_lock() else { return };
+        if let Some((pid, handle)) = slot.take() {
+            // A fork child inherits the slot but not the thread.
+            if pid == std::process::id() {
+                let _ = handle.join();
+            }
+        }
+    });
 }
 
 /// One tick: hand completed records over (to whoever CUPTI delivers to now), and set CUPTI up
@@ -242,7 +270,10 @@ fn resume(api: &Api) {
     LAST_CORRELATION.store(0, Ordering::Release);
     RESUMED_AT.store(roctx_sys::os::boottime_ns(), Ordering::Release);
     match set_up(api) {
-        Ok(()) => log::info(format_args!("CUPTI: another profiler released CUPTI (cuptiFinalize); tracing again")),
+        Ok(()) => log::info(format_args!(
+            "CUPTI: another profiler released CUPTI (cuptiFinalize); tracing again from {} ns (CLOCK_BOOTTIME)",
+            RESUMED_AT.load(Ordering::Acquire)
+        )),
         Err(why) => {
             STATE.store(2, Ordering::Release);
             log::warn(format_args!("CUPTI: another profiler released CUPTI, but tracing could not start again: {why}"));
