@@ -134,6 +134,8 @@ pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
 pub const LOG: &str = "ROCTX_UTILS_LOG";
 /// `ROCTX_UTILS_KERNELS`.
 pub const KERNELS: &str = "ROCTX_UTILS_KERNELS";
+/// `ROCTX_UTILS_COPIES`.
+pub const COPIES: &str = "ROCTX_UTILS_COPIES";
 /// `ROCTX_UTILS_CLOCK`.
 pub const CLOCK: &str = "ROCTX_UTILS_CLOCK";
 /// `ROCTX_UTILS_ROOFLINE_OUT`.
@@ -157,7 +159,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 33] = [
+pub const VARS: [Var; 34] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -227,6 +229,13 @@ pub const VARS: [Var; 33] = [
         when: When::FirstCall,
         default: "on",
         meaning: "trace GPU kernel dispatches (device timestamps, names, attribution) when rocprofiler-sdk is ours; `0`/`off` turns it off",
+    },
+    Var {
+        name: COPIES,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "on",
+        meaning: "with kernels traced, also trace memory copies and sets (CUPTI MEMCPY/MEMCPY2/MEMSET, rocprofiler-sdk MEMORY_COPY); `off` saves their tracing cost (docs/kernels.md)",
     },
     Var {
         name: CLOCK,
@@ -463,6 +472,8 @@ pub struct Config {
     pub log: LogLevel,
     /// `ROCTX_UTILS_KERNELS`: trace kernel dispatches in tool mode.
     pub kernels: bool,
+    /// `ROCTX_UTILS_COPIES`: with kernels, trace memory copies and sets too.
+    pub copies: bool,
     /// `ROCTX_UTILS_ROOFLINE_OUT`, else `GGML_ROOFLINE_OUT`, when set and non-empty.
     pub roofline_out: Option<PathBuf>,
     /// `ROCTX_UTILS_CLOCK`.
@@ -532,6 +543,14 @@ impl Config {
             }),
         };
 
+        let copies = match lookup(COPIES) {
+            None => true,
+            Some(raw) => raw.to_str().and_then(parse_bool).unwrap_or_else(|| {
+                warnings.push(format!("{COPIES}={raw:?} is not a boolean (1/0, on/off, true/false, yes/no); using on"));
+                true
+            }),
+        };
+
         let clock = match lookup(CLOCK) {
             None => ClockRequest::Auto,
             Some(raw) => match raw.to_str().map(str::to_ascii_lowercase).as_deref() {
@@ -557,6 +576,7 @@ impl Config {
             xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
             log,
             kernels,
+            copies,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
             clock,
             job,
@@ -650,6 +670,7 @@ mod tests {
                 xspace_out: None,
                 log: LogLevel::Warn,
                 kernels: true,
+                copies: true,
                 roofline_out: None,
                 clock: ClockRequest::Auto,
                 job: JobIdentity::default(),
@@ -665,6 +686,10 @@ mod tests {
         assert_eq!(c.roofline_out, Some(PathBuf::from("r.json")));
         let (c, _) = Config::from_lookup(&env(&[(GGML_ROOFLINE_OUT, ""), (KERNELS, "off")]));
         assert_eq!((c.roofline_out, c.kernels), (None, false), "empty is unset, as in llama.cpp");
+        let (c, w) = Config::from_lookup(&env(&[(COPIES, "off")]));
+        assert!(!c.copies && c.kernels && w.is_empty(), "{w:?}");
+        let (c, w) = Config::from_lookup(&env(&[(COPIES, "maybe")]));
+        assert!(c.copies && w[0].contains("ROCTX_UTILS_COPIES") && w[0].contains("using on"), "{w:?}");
         let (c, w) = Config::from_lookup(&env(&[(KERNELS, "sometimes")]));
         assert!(c.kernels);
         assert!(w[0].contains("ROCTX_UTILS_KERNELS") && w[0].contains("using on"), "{w:?}");

@@ -181,6 +181,16 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     };
     assert_eq!(config.kernels, kernels, "{}={raw:?}", roctx_config::KERNELS);
 
+    let copies = if has(roctx_config::COPIES) {
+        text.and_then(ref_bool).unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::COPIES);
+            true
+        })
+    } else {
+        true
+    };
+    assert_eq!(config.copies, copies, "{}={raw:?}", roctx_config::COPIES);
+
     let clock = if has(roctx_config::CLOCK) {
         text.and_then(|t| match t.to_ascii_lowercase().as_str() {
             "auto" | "" => Some(ClockRequest::Auto),
@@ -389,7 +399,7 @@ fn huge_values_parse_or_fall_back() {
     let mut failures = Vec::new();
     for (what, value) in values {
         if let Some((message, location)) = mutate::run_one(&check, &value) {
-            failures.push(format!("{what} ({} bytes): {location}: {}", value.len(), &message[..message.len().min(300)]));
+            failures.push(format!("{what} ({} bytes): {location}: {}", value.len(), message.chars().take(300).collect::<String>()));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -96,9 +96,13 @@ fn set_up(api: &SdkApi, layout: Layout) -> Result<(), String> {
     check(api, "rocprofiler_configure_buffer_tracing_service(KERNEL_DISPATCH)", unsafe {
         (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_KERNEL_DISPATCH, std::ptr::null(), 0, buffer)
     })?;
-    // Memory copies beside the kernels; without them kernels are still traced.
-    // SAFETY: all operations of MEMORY_COPY into our buffer.
-    let status = unsafe { (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_MEMORY_COPY, std::ptr::null(), 0, buffer) };
+    // Memory copies beside the kernels (unless turned off); without them kernels are still traced.
+    let status = if roctx_config::get().copies {
+        // SAFETY: all operations of MEMORY_COPY into our buffer.
+        unsafe { (k.configure_buffer_tracing_service)(context, rocprofiler::BUFFER_KIND_MEMORY_COPY, std::ptr::null(), 0, buffer) }
+    } else {
+        0
+    };
     if status != 0 {
         log::warn(format_args!("rocprofiler-sdk: MEMORY_COPY tracing refused ({}); memory copies will not be recorded", api.status_name(status)));
     }
