@@ -470,11 +470,17 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
     Ok(space.encode_to_vec())
 }
 
-/// Adds our kernel planes to a host's space. A `/device:GPU:<n>` plane the host already filled
-/// (its own GPU tracer) is kept as it is and ours is left out, with a warning: the same kernels
-/// twice would double every GPU time in XProf. An empty one is replaced (an empty one of ours
-/// changes nothing). Plane ids are moved past
-/// the host's, which XProf keys some tools on.
+/// Adds our GPU planes to a host's space. An empty `/device:GPU:<n>` of the host is replaced
+/// (an empty one of ours changes nothing). Plane ids are moved past the host's, which XProf keys
+/// some tools on.
+///
+/// A plane the host already filled (its own GPU tracer ran, e.g. `jax.profiler`) gets our rows
+/// beside its own, side by side: each of ours, `Stream #<id>(<kinds>) roctx_utils`, is drawn
+/// right below the host's row of the same stream (row keys `2 id` for the host's, `2 id + 1` for
+/// ours). Both traced the same GPU work, so ours carry their details under other names
+/// (`roctx_kernel_details`, ...): XProf's kernel and memcpy statistics, which key on
+/// `kernel_details` / `memcpy_details` / `Memset_details`, count the host's events once. A
+/// warning says so.
 pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
     let mut next_id = space.planes.iter().map(|p| p.id).max().unwrap_or(0).saturating_add(1);
     for mut plane in ours {
@@ -485,8 +491,9 @@ pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
                 continue;
             }
             if space.planes[at].lines.iter().any(|l| !l.events.is_empty()) {
+                beside(&mut plane, &mut space.planes[at]);
                 space.warnings.push(format!(
-                    "roctx_utils: {} already holds the host's own kernel events; our {n} kernels for it are not added (their nvtx_range attribution is in our standalone log directory)",
+                    "roctx_utils: {} already holds the host's own GPU events; our {n} are beside them, in rows named `... roctx_utils`, with their details renamed so that XProf's kernel and memcpy statistics count the host's only",
                     plane.name
                 ));
                 continue;
@@ -497,6 +504,33 @@ pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
         next_id = next_id.saturating_add(1);
         space.planes.push(plane);
     }
+}
+
+/// Line ids of our rows beside a host's: past any CUDA stream id or HIP queue handle's low bits.
+const BESIDE_LINE_BASE: i64 = 1 << 40;
+
+/// Merges our GPU plane `ours` into the host's filled plane `host`, side by side
+/// ([`add_gpu_planes`]).
+fn beside(ours: &mut XPlane, host: &mut XPlane) {
+    for m in ours.stat_metadata.values_mut() {
+        if matches!(m.name.as_str(), "kernel_details" | "memcpy_details" | "Memset_details") {
+            m.name = format!("roctx_{}", m.name);
+        }
+    }
+    // The host's rows keep their order at even keys; ours take the odd key after theirs.
+    for line in &mut host.lines {
+        if line.display_id == 0 && (0..1 << 30).contains(&line.id) {
+            line.display_id = 2 * line.id;
+        }
+    }
+    for line in &mut ours.lines {
+        let stream = line.id;
+        line.display_name = format!("{} roctx_utils", line.name);
+        line.name = line.display_name.clone();
+        line.display_id = if (0..1 << 30).contains(&stream) { 2 * stream + 1 } else { 0 };
+        line.id = BESIDE_LINE_BASE | (stream & (BESIDE_LINE_BASE - 1));
+    }
+    merge_planes(ours, host);
 }
 
 /// Combines several XSpaces (e.g. XLA's own capture and a roctx_utils log directory of the same

@@ -326,17 +326,13 @@ fn events(space: &XSpace) -> usize {
 /// `Task Environment` planes of an input that follows one which already had such a plane.
 fn expected_merged_events(spaces: &[&XSpace]) -> usize {
     let mut env_seen = false;
-    // Of the GPU planes of one name, only the first that has events is kept.
-    let mut gpu_filled = HashSet::new();
+    // GPU planes of one name are merged side by side (a later one's rows beside the first's):
+    // every event is kept.
     let mut total = 0;
     for space in spaces {
         for plane in &space.planes {
             let n = plane.lines.iter().map(|l| l.events.len()).sum::<usize>();
-            if plane.name.starts_with(xplane::GPU_PLANE_PREFIX) {
-                if n > 0 && gpu_filled.insert(plane.name.as_str()) {
-                    total += n;
-                }
-            } else if !(env_seen && plane.name == TASK_ENV_PLANE) {
+            if !(env_seen && plane.name == TASK_ENV_PLANE) {
                 total += n;
             }
         }

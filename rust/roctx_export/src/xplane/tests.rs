@@ -589,12 +589,36 @@ fn merging_into_a_host_space_adds_the_gpu_planes_unless_the_host_traced_kernels_
     assert_eq!(producer.map(|s| s.value.clone()), Some(Some(x_stat::Value::Uint64Value(FLOW_ID_BASE | 1))));
     assert!(validate(&merged).is_empty(), "{:?}", validate(&merged));
 
-    // A host whose own tracer filled the GPU plane keeps it alone; the skip is said.
-    let traced = XSpace { planes: vec![plane(HOST_PLANE, vec![]), plane("/device:GPU:0", vec![line(1, "Stream #1", 2)])], ..XSpace::default() };
+    // A host whose own tracer filled the GPU plane gets our rows beside its own: each right
+    // below the host's row of the same stream, its details renamed so that XProf's kernel
+    // statistics (keyed on `kernel_details`) count the host's events once.
+    let mut xla_line = line(16, "Stream #16(Compute)", 2);
+    let mut other = line(40, "Stream #40(MemcpyH2D)", 1);
+    let traced = {
+        let mut p = plane("/device:GPU:0", vec![]);
+        p.stat_metadata.insert(90, XStatMetadata { id: 90, name: "kernel_details".into(), description: String::new() });
+        for l in [&mut xla_line, &mut other] {
+            for e in &mut l.events {
+                e.stats.push(XStat { metadata_id: 90, value: Some(x_stat::Value::StrValue("grid:1,1,1 block:1,1,1".into())) });
+            }
+        }
+        p.lines = vec![xla_line, other];
+        XSpace { planes: vec![plane(HOST_PLANE, vec![]), p], ..XSpace::default() }
+    };
     let merged = XSpace::decode(merge_into_bytes(&traced.encode_to_vec(), &one_kernel_trace()).unwrap().as_slice()).unwrap();
     let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
-    assert_eq!((gpu.len(), gpu[0].lines[0].name.as_str()), (1, "Stream #1"));
-    assert!(merged.warnings.iter().any(|w| w.contains("already holds the host's own kernel events")), "{:?}", merged.warnings);
+    assert_eq!(gpu.len(), 1, "one plane, both tracers' rows in it");
+    let mut rows: Vec<_> = gpu[0].lines.iter().map(|l| (row_key(l), l.name.as_str(), l.events.len())).collect();
+    rows.sort();
+    assert_eq!(rows, [(32, "Stream #16(Compute)", 2), (33, "Stream #16(Compute) roctx_utils", 1), (80, "Stream #40(MemcpyH2D)", 1)]);
+    let with_details = |name: &str| {
+        let id = gpu[0].stat_metadata.values().find(|m| m.name == name).map(|m| m.id);
+        gpu[0].lines.iter().flat_map(|l| &l.events).filter(|e| e.stats.iter().any(|s| Some(s.metadata_id) == id)).count()
+    };
+    assert_eq!(with_details("kernel_details"), 3, "XLA's events only: XProf's kernel stats count them once");
+    assert_eq!(with_details("roctx_kernel_details"), 1, "ours keep theirs under another name");
+    assert!(merged.warnings.iter().any(|w| w.contains("are beside them")), "{:?}", merged.warnings);
+    assert!(validate(&merged).is_empty(), "{:?}", validate(&merged));
 }
 
 // `roctx merge` of XLA's capture (its tracer filled /device:GPU:0) and our log directory: the
@@ -606,7 +630,9 @@ fn merging_two_spaces_keeps_one_filled_gpu_plane_of_a_name() {
     let merged = merge_spaces(vec![xla.clone(), ours.clone()]);
     let gpu: Vec<_> = merged.planes.iter().filter(|p| p.name == "/device:GPU:0").collect();
     assert_eq!(gpu.len(), 1);
-    assert_eq!(gpu[0].lines.iter().map(|l| l.events.len()).sum::<usize>(), 2, "XLA's, not both");
+    let xla_rows: Vec<_> = gpu[0].lines.iter().filter(|l| !l.name.ends_with("roctx_utils")).collect();
+    assert_eq!(xla_rows.iter().map(|l| l.events.len()).sum::<usize>(), 2, "XLA's rows as they were");
+    assert!(gpu[0].lines.iter().any(|l| l.name == "Stream #16(Compute) roctx_utils"), "ours beside them");
     assert!(merged.warnings.iter().any(|w| w.contains("already holds")), "{:?}", merged.warnings);
     // Alone, ours survive a merge.
     let merged = merge_spaces(vec![XSpace { planes: vec![plane(HOST_PLANE, vec![])], ..XSpace::default() }, ours]);
