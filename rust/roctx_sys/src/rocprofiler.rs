@@ -439,19 +439,8 @@ pub enum DispatchError {
 /// `header` must be null or a record header valid for the call whose payload, if non-null, is
 /// readable for at least the `size` it declares.
 pub unsafe fn kernel_dispatch(header: *const RecordHeader) -> Result<KernelDispatch, DispatchError> {
-    if header.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: non-null and valid for the call (contract).
-    let h = unsafe { std::ptr::read_unaligned(header) };
-    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_KERNEL_DISPATCH as u32 {
-        return Err(DispatchError::OtherKind);
-    }
-    if h.payload.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: every buffer record starts with its u64 size (5.7).
-    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    // SAFETY: the caller's contract is the helper's.
+    let (h, size) = unsafe { tracing_record(header, BUFFER_KIND_KERNEL_DISPATCH) }?;
     if size < KERNEL_DISPATCH_RECORD_MIN as u64 {
         return Err(DispatchError::Malformed);
     }
@@ -477,6 +466,30 @@ pub unsafe fn kernel_dispatch(header: *const RecordHeader) -> Result<KernelDispa
         workgroup_size: r.dispatch_info.workgroup_size,
         grid_size: r.dispatch_info.grid_size,
     })
+}
+
+/// A buffer record's header and its payload's `size`, if the record is a TRACING record of
+/// `kind`: `OtherKind` for any other, `Malformed` for a null header or payload.
+///
+/// # Safety
+/// `header` is null or a record header the SDK passed to a buffer callback, valid for the call,
+/// whose payload (if not null) starts with its u64 size.
+unsafe fn tracing_record(header: *const RecordHeader, kind: i32) -> Result<(RecordHeader, u64), DispatchError> {
+    if header.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: non-null and valid for the call (contract).
+    let h = unsafe { std::ptr::read_unaligned(header) };
+    // CAST: buffer tracing kinds are small non-negative values.
+    if h.category != BUFFER_CATEGORY_TRACING || h.kind != kind as u32 {
+        return Err(DispatchError::OtherKind);
+    }
+    if h.payload.is_null() {
+        return Err(DispatchError::Malformed);
+    }
+    // SAFETY: every buffer record starts with its u64 size (5.7).
+    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    Ok((h, size))
 }
 
 /// The 80 bytes of `rocprofiler_buffer_tracing_memory_copy_record_t` that 6.2 (80 bytes) and
@@ -542,19 +555,8 @@ pub struct MemoryCopy {
 /// `header` is null or a record header the SDK passed to a buffer callback, valid for the call,
 /// whose payload is readable for its own `size` bytes.
 pub unsafe fn memory_copy(header: *const RecordHeader) -> Result<MemoryCopy, DispatchError> {
-    if header.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: non-null and valid for the call (contract).
-    let h = unsafe { std::ptr::read_unaligned(header) };
-    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_MEMORY_COPY as u32 {
-        return Err(DispatchError::OtherKind);
-    }
-    if h.payload.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: every buffer record starts with its u64 size (5.7).
-    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    // SAFETY: the caller's contract is the helper's.
+    let (h, size) = unsafe { tracing_record(header, BUFFER_KIND_MEMORY_COPY) }?;
     if size < std::mem::size_of::<MemoryCopyRecord>() as u64 {
         return Err(DispatchError::Malformed);
     }
@@ -637,19 +639,8 @@ pub struct HipApiCall {
 /// # Safety
 /// As [`kernel_dispatch`].
 pub unsafe fn hip_api_call(header: *const RecordHeader, layout: Layout) -> Result<HipApiCall, DispatchError> {
-    if header.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: non-null and valid for the call (contract).
-    let h = unsafe { std::ptr::read_unaligned(header) };
-    if h.category != BUFFER_CATEGORY_TRACING || h.kind != BUFFER_KIND_HIP_RUNTIME_API as u32 {
-        return Err(DispatchError::OtherKind);
-    }
-    if h.payload.is_null() {
-        return Err(DispatchError::Malformed);
-    }
-    // SAFETY: every buffer record starts with its u64 size (5.7).
-    let size = unsafe { std::ptr::read_unaligned(h.payload.cast::<u64>()) };
+    // SAFETY: the caller's contract is the helper's.
+    let (h, size) = unsafe { tracing_record(header, BUFFER_KIND_HIP_RUNTIME_API) }?;
     let call = match layout {
         Layout::V6 if size >= std::mem::size_of::<HipApiRecordV6>() as u64 => {
             // SAFETY: the payload is readable for `size` bytes, at least the record's.
