@@ -72,13 +72,17 @@ if want inside; then
 echo "== JAX: a jax.profiler.trace inside an injected run =="
 [ -f "$WORK/dref.json" ] || { XLA_FLAGS= python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace "$WORK/dref" >"$WORK/dref.log" 2>&1
   "$BIN/roctx" convert --format chrome "$(find "$WORK/dref" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dref.json" >/dev/null; }
-XLA_FLAGS= NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/iours ROCTX_UTILS_LOG=info \
-  python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace-inside "$WORK/ixla" >"$OUTDIR/inside_ours.log" 2>&1 || tail "$OUTDIR/inside_ours.log"
-"$BIN/roctx" convert --format chrome "$(find "$WORK/iours" -name '*.xplane.pb' | head -n 1)" -o "$WORK/iours.json" >/dev/null
-"$BIN/roctx" convert --format chrome "$(find "$WORK/ixla" -name '*.xplane.pb' | head -n 1)" -o "$WORK/ixla.json" >/dev/null
-grep -h "CUPTI" "$OUTDIR/inside_ours.log" | tail -n 4
-python3 scripts/nvidia/compare_defaults.py inside "$WORK/iours.json" "$WORK/ixla.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_inside.txt"
-tally "$OUTDIR/compare_inside.txt" "validate inside"
+# The steps after the trace right away, and after a 200 ms pause (when CUPTI comes back to us).
+for pause in 0 200; do
+  XLA_FLAGS= NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/iours$pause ROCTX_UTILS_LOG=info \
+    python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace-inside "$WORK/ixla$pause" --pause-ms $pause >"$OUTDIR/inside_ours$pause.log" 2>&1 || tail "$OUTDIR/inside_ours$pause.log"
+  "$BIN/roctx" convert --format chrome "$(find "$WORK/iours$pause" -name '*.xplane.pb' | head -n 1)" -o "$WORK/iours.json" >/dev/null
+  "$BIN/roctx" convert --format chrome "$(find "$WORK/ixla$pause" -name '*.xplane.pb' | head -n 1)" -o "$WORK/ixla.json" >/dev/null
+  echo "-- pause after the trace: $pause ms"
+  grep -h "CUPTI\|^phases" "$OUTDIR/inside_ours$pause.log" | tail -n 5
+  python3 scripts/nvidia/compare_defaults.py inside "$WORK/iours.json" "$WORK/ixla.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_inside$pause.txt"
+  tally "$OUTDIR/compare_inside$pause.txt" "validate inside"
+done
 fi
 
 if want overhead; then
@@ -86,11 +90,13 @@ if want overhead; then
 # default flags (command buffers on) and with per-thunk ranges (command buffers off).
 echo "== JAX step time: no injection vs the NVTX injection with kernels traced =="
 {
-  for flags in "" "--xla_gpu_enable_command_buffer="; do
+  # Copies and sets are traced by default (issue 22); ROCTX_UTILS_COPIES=0 shows what they cost.
+  for run in ":1" "--xla_gpu_enable_command_buffer=:1" "--xla_gpu_enable_command_buffer=:0"; do
+    flags=${run%:*} copies=${run##*:}
     base=$(XLA_FLAGS=$flags python3 scripts/nvidia/jax_mlp_step.py 200 --time 2>&1 | sed -nE 's/^jax: step time ([0-9.]+) us.*/\1/p')
-    ours=$(XLA_FLAGS=$flags NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/overhead \
+    ours=$(XLA_FLAGS=$flags ROCTX_UTILS_COPIES=$copies NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/overhead \
       python3 scripts/nvidia/jax_mlp_step.py 200 --time 2>&1 | sed -nE 's/^jax: step time ([0-9.]+) us.*/\1/p')
-    python3 - "${flags:-default XLA flags}" "${base:-0}" "${ours:-0}" <<'PY'
+    python3 - "${flags:-default XLA flags}, copies $( [ "$copies" = 1 ] && echo on || echo off)" "${base:-0}" "${ours:-0}" <<'PY'
 import sys
 what, base, ours = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 ok = base > 0 and ours > 0 and ours <= base * 1.02

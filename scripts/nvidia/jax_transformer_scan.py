@@ -10,7 +10,8 @@ i.e. CUDA graphs, on). Modes:
                                                  # jax.profiler.trace, then STEPS more
 
 Prints `measured steps from <CLOCK_BOOTTIME ns>` where the measured steps begin (our XSpace's
-clock), and `phases <t1> <t2> <t3> <t4>` (boottime ns) for --trace-inside.
+clock), and `phases <t1> <t2> <t3> <t4>` (boottime ns) for --trace-inside; `--pause-ms N` waits
+N ms after the trace before the last steps.
 """
 import sys
 import time
@@ -83,6 +84,8 @@ def main():
         params = run(params, x, steps)
         jax.profiler.stop_trace()
         t3 = boottime()
+        if "--pause-ms" in sys.argv:  # a pause after the trace: when does CUPTI come back to us?
+            time.sleep(int(sys.argv[sys.argv.index("--pause-ms") + 1]) / 1000)
         run(params, x, steps)
         t4 = boottime()
         print("phases %d %d %d %d" % (t1, t2, t3, t4))
