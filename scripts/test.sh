@@ -447,6 +447,17 @@ run_xprof() {
       --kernel 'loop_fusion_3=Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#' \
       --kernel 'Cijk_Alik_Bljk_HHS_BH_MT128x128x32=Thunk:#hlo_op=custom-call.1,unique_hlo_op_id=12#' \
       --kernel 'memset_kernel='
+    # The same capture merged with itself: the second GPU plane goes beside the first (issue
+    # 22), and XProf's kernel and overview statistics must count the work once.
+    fixture=$(find "$dir/fixture" -name '*.xplane.pb' | head -n 1)
+    mkdir -p "$dir/beside"
+    if (cd rust && cargo run --release --locked -q -p roctx_cli -- merge "$fixture" "$fixture" -o "$dir/beside/beside.xplane.pb") >"$dir/beside.log" 2>&1; then
+      run_check_xprof "xprof: side-by-side merge counts once" "$dir/check_beside.log" "$dir/beside/beside.xplane.pb" \
+        --same-stats-as "$fixture"
+    else
+      cat "$dir/beside.log"
+      record "xprof: side-by-side merge counts once" 0 1 "roctx merge failed"
+    fi
   fi
 
   # (d) One job, many processes (README, Multi-GPU and multi-node jobs): 8 ranks of the example

@@ -36,6 +36,9 @@ Checks, per file, each printed as `PASS name` or `FAIL name: why`:
   kernel:NAME=RANGE        (--kernel) every kernel NAME in a GPU row has arg `nvtx_range` RANGE
                            (none when RANGE is empty), and a ROCTX row has an event RANGE that
                            began before the kernel did (its launching range, drawn on the host)
+  same-stats:OTHER         (--same-stats-as OTHER) XProf's kernel_stats of the file equal those of
+                           OTHER, and its overview_page too but for the XSpace warnings (a merge
+                           that put the same GPU work side by side must not count it twice)
 
 Ends with `xprof consumer: N passed, M failed`; exits 1 if anything failed, 2 on bad usage.
 """
@@ -514,6 +517,30 @@ def check_hosts(files, expected, results):
                       "processes with events %s, expected %s" % (sorted(drawn), sorted(want)))
 
 
+def tool_json(path, tool):
+    """XProf's `tool` output for one .xplane.pb, converted from a fresh copy (no cache)."""
+    from xprof.convert import raw_to_tool_data  # pylint: disable=import-outside-toplevel
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, os.path.basename(path))
+        shutil.copy(path, copy)
+        data, _ = raw_to_tool_data.xspace_to_tool_data([copy], tool, {"use_saved_result": False})
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+
+
+def without_warnings(overview):
+    """The overview page's JSON with the XSpace warnings' rows left out."""
+    return re.sub(r'\{"c":\[\{"v":"[A-Z]+"\},\{"v":"roctx_utils: [^"]*"\}\]\},?', "", overview)
+
+
+def check_same_stats(path, other, results, label):
+    prefix = label + ":" if label else ""
+    [reference] = find_xspaces(other)
+    same_kernels = tool_json(path, "kernel_stats") == tool_json(reference, "kernel_stats")
+    same_overview = without_warnings(tool_json(path, "overview_page")) == without_warnings(tool_json(reference, "overview_page"))
+    why = [w for w, ok in [("kernel_stats differ", same_kernels), ("overview_page differs", same_overview)] if not ok]
+    results.check(prefix + "same-stats:" + other, not why, "; ".join(why))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -530,6 +557,8 @@ def main(argv=None):
     parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")
     parser.add_argument("--kernel", action="append", default=[], metavar="NAME=RANGE",
                         help="kernel NAME is drawn under ROCTX range RANGE (repeatable)")
+    parser.add_argument("--same-stats-as", metavar="OTHER",
+                        help="XProf's kernel_stats and overview_page equal OTHER's")
     parser.add_argument("--folded", type=int, metavar="N",
                         help="each PATH is a `roctx merge --per-process` file: XProf draws N "
                         "`/host:CPU <process>` processes, each with --roctx-rows ROCTX rows")
@@ -558,7 +587,11 @@ def main(argv=None):
         if args.folded is not None:
             check_folded(path, args, results)
             continue
-        check_file(path, args, results, os.path.basename(path) if len(files) > 1 else "")
+        label = os.path.basename(path) if len(files) > 1 else ""
+        if args.same_stats_as:
+            check_same_stats(path, args.same_stats_as, results, label)
+            continue
+        check_file(path, args, results, label)
     print("xprof consumer: %d passed, %d failed" % (results.passed, results.failed))
     return 1 if results.failed or not results.passed else 0
 
