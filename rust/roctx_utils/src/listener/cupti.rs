@@ -12,9 +12,9 @@
 //!   `cuptiActivityRegisterCallbacks` takes the delivery of every buffer, ours included (the
 //!   buffer CUPTI is filling goes to it, measured on CUDA 13.0), and its `cuptiFinalize` drops
 //!   our callbacks, kinds and clock, and starts correlation ids over. CUPTI says nothing to us
-//!   when it happens. What is at stake is the buffer CUPTI is filling ([`BUFFER_BYTES`]; 64 KiB
-//!   buffers kept 900 of 1,530 activities before a jax.profiler.trace where 4 MiB kept none, but
-//!   cost +31 % on a JAX step with command buffers off: docs/kernels.md), and a watch thread that asks for completed records every [`FLUSH_PERIOD`] and checks every
+//!   when it happens. What is at stake is the buffer CUPTI is filling: [`BUFFER_BYTES`] is small
+//!   (64 KiB kept 565 and 897 of the 1,530 activities of 5 JAX steps before a jax.profiler.trace,
+//!   4 MiB none, at the same step cost: docs/kernels.md), and a watch thread that asks for completed records every [`FLUSH_PERIOD`] and checks every
 //!   [`WATCH_PERIOD`] that CUPTI's clock is still ours: when it is not, another client has
 //!   finalized CUPTI, and the thread sets it up again and says once, at warning level, what
 //!   happened and how many API calls it did not see ([`roctx_kernels::KernelStats::not_seen`],
@@ -27,7 +27,7 @@
 //!   thread and the call's interval. CUPTI's `threadId` is the low 32 bits of `pthread_self()`:
 //!   each annotating thread notes both its ids once ([`note_thread`]), so the join speaks OS
 //!   thread ids, as the ranges and op logs do.
-//! - **Buffers**: 4 MiB, at most [`MAX_BUFFERS`] handed out at once (past that CUPTI drops and
+//! - **Buffers**: 64 KiB, at most [`MAX_BUFFERS`] handed out at once (past that CUPTI drops and
 //!   counts); records read with `cuptiActivityGetNextRecord` on CUPTI's thread; flushed (forced)
 //!   at session stop, at a roofline reset or write, and at exit.
 
@@ -43,11 +43,11 @@ use roctx_kernels::{Direction, GraphNode, Launch, MemCopy, MemSet, MemoryKind, R
 use roctx_sys::cupti::{self, Activity, Api};
 
 /// Bytes of one activity buffer.
-pub const BUFFER_BYTES: usize = 4 << 20;
+pub const BUFFER_BYTES: usize = 64 << 10;
 /// Most buffers handed to CUPTI and not yet returned.
-pub const MAX_BUFFERS: usize = 64;
+pub const MAX_BUFFERS: usize = 4096;
 /// How often the watch thread checks that CUPTI is still set up for us (one `cuptiGetTimestamp`).
-pub const WATCH_PERIOD: Duration = Duration::from_millis(10);
+pub const WATCH_PERIOD: Duration = Duration::from_millis(5);
 /// How often the watch thread asks CUPTI for the records it holds complete.
 pub const FLUSH_PERIOD: Duration = Duration::from_millis(100);
 /// CUPTI's clock farther than this from `CLOCK_BOOTTIME` is no longer our timestamp callback.
