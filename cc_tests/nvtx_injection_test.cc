@@ -682,4 +682,69 @@ TEST_F(NvtxInjection, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndW
   EXPECT_EQ(subscribes(), subscribes_before + 1) << "only XLA subscribed";
 }
 
+// CUDA 13.0's finalize starts correlation ids over at 1 (measured): after the resume, a new
+// launch reuses an id an old one had, and must still join its own launch, not the old one; the
+// number of calls missed is then unknown (not guessed: not_seen stays as it was).
+TEST_F(NvtxInjection, AfterAFinalizeThatRestartsCorrelationIdsNewKernelsJoinTheirOwnLaunches) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
+  auto restart = reinterpret_cast<void (*)()>(dlsym(cupti, "fake_cupti_restart_correlation_ids"));
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
+  ASSERT_TRUE(launch && finalize && restart && enabled && stats_get);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  Start();
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
+  const uint64_t t0 = BoottimeNs();
+  push("old_range");
+  const uint32_t old_id = launch("old_kernel", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  pop();
+  usleep(300 * 1000);  // delivered to us
+  // Another client finalizes (its own session elided), and the ids start over.
+  EXPECT_EQ(finalize(), 0);
+  restart();
+  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(enabled(10), 1) << "resumed";
+  push("new_range");
+  uint32_t new_id = 0;
+  // Launch until an id the old launch had comes round again (ids start at 1).
+  static const char* const kNew = "new_kernel";
+  for (int i = 0; i < 100000 && new_id != old_id; ++i) {
+    new_id = launch(kNew, t0 + 10000 + i, t0 + 10001 + i, 0, 7, 1, 32);
+  }
+  pop();
+  ASSERT_EQ(new_id, old_id) << "the fake's ids started over";
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  const std::string json = StopAsChrome("restart.json");
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"old_range\""), 2u) << "the range and its one kernel";
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"new_range\""), Count(json, "\"name\":\"new_kernel\"") + 1)
+      << "every new kernel under the new range, none under the old one";
+  EXPECT_EQ(after.not_seen, before.not_seen) << "a restart says nothing of how many were missed";
+}
+
+// ROCTX_UTILS_COPIES=0 (nvtx_injection_copies_off_test): kernels traced, copies and sets not.
+TEST_F(NvtxInjection, CopiesOffTracesKernelsOnly) {
+  const char* copies = std::getenv("ROCTX_UTILS_COPIES");
+  if (copies == nullptr || std::string(copies) != "0") GTEST_SKIP() << "only with ROCTX_UTILS_COPIES=0";
+  Client& c = Xla();
+  c.get<int (*)(const char*)>(c.core, kRangePushA)("start-up");  // the first call starts CUPTI
+  c.get<int (*)()>(c.core, kRangePop)();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  ASSERT_NE(enabled, nullptr);
+  Start();
+  EXPECT_EQ(enabled(10), 1);
+  for (int kind : {1, 2, 22}) EXPECT_EQ(enabled(kind), 0) << "kind " << kind;
+  StopAsChrome("copies_off.json");
+}
+
 }  // namespace
