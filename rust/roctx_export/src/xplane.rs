@@ -283,7 +283,7 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
     let line_ts = wall_start(trace).saturating_sub(base_ns);
     let mut planes: std::collections::BTreeMap<u32, XPlane> = std::collections::BTreeMap::new();
     // Per plane and line: which kinds of work it ran (the line's name lists them).
-    let mut kinds: HashMap<(u32, i64), std::collections::BTreeSet<u8>> = HashMap::new();
+    let mut kinds: HashMap<(u32, i64), std::collections::BTreeSet<usize>> = HashMap::new();
     let mut names: HashMap<(u32, &str), i64> = HashMap::new();
     for k in &trace.kernels {
         let plane = planes.entry(k.gpu).or_insert_with(|| {
@@ -332,7 +332,7 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
         }
         // CAST: XLA's line id is the stream id; a queue handle past i64::MAX wraps, still distinct.
         let line_id = k.stream as i64;
-        kinds.entry((k.gpu, line_id)).or_default().insert(kind_rank(&k.work));
+        kinds.entry((k.gpu, line_id)).or_default().insert(k.work.xla_kind_index());
         let line = match plane.lines.iter_mut().position(|l| l.id == line_id) {
             Some(at) => &mut plane.lines[at],
             None => {
@@ -352,22 +352,13 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
         .into_iter()
         .map(|(gpu, mut p)| {
             for line in &mut p.lines {
-                let names: Vec<&str> = kinds.get(&(gpu, line.id)).into_iter().flatten().map(|&r| KIND_NAMES[usize::from(r)]).collect();
+                let names: Vec<&str> = kinds.get(&(gpu, line.id)).into_iter().flatten().map(|&i| roctx_kernels::Work::XLA_KINDS[i]).collect();
                 line.name = stream_line_name(line.id, &names);
             }
             p.lines.sort_by_key(|l| l.id);
             p
         })
         .collect()
-}
-
-/// The kinds of work a stream line lists, in the order its name gives them.
-const KIND_NAMES: [&str; 7] = ["Compute", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "MemcpyOther", "Memset"];
-
-fn kind_rank(work: &roctx_kernels::Work) -> u8 {
-    let name = work.xla_kind();
-    // CAST: an index into a 7-entry table.
-    KIND_NAMES.iter().position(|&n| n == name).unwrap_or(0) as u8
 }
 
 /// XLA's name for a GPU stream line: `Stream #<id>`, then its kinds of work in parentheses,

@@ -59,27 +59,28 @@ pub enum Direction {
 }
 
 impl Work {
-    /// The kind of work as XLA names a stream row's kinds (`Stream #14(Compute,MemcpyD2D)`).
-    pub fn xla_kind(&self) -> &'static str {
+    /// XLA's kinds of GPU work, in the order a stream row's name lists them
+    /// (`Stream #14(Compute,MemcpyD2D,Memset)`; XLA's own order is a hash set's).
+    pub const XLA_KINDS: [&'static str; 7] = ["Compute", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "MemcpyOther", "Memset"];
+
+    /// This work's index in [`Work::XLA_KINDS`].
+    pub fn xla_kind_index(&self) -> usize {
         match self {
-            Work::Kernel => "Compute",
-            Work::Copy(c) => c.direction.xla_name(),
-            Work::Set(_) => "Memset",
+            Work::Kernel => 0,
+            Work::Copy(c) => 1 + c.direction as usize,
+            Work::Set(_) => 6,
         }
     }
 }
+
+// `Work::XLA_KINDS` lists the copies in `Direction`'s declaration order.
+const _: () = assert!(Direction::HostToDevice as usize == 0 && Direction::Other as usize == 4);
 
 impl Direction {
     /// XLA's name for the copies of this direction (`MemcpyH2D`, ...): a row's kind and the
     /// event's name.
     pub fn xla_name(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "MemcpyH2D",
-            Direction::DeviceToHost => "MemcpyD2H",
-            Direction::DeviceToDevice => "MemcpyD2D",
-            Direction::PeerToPeer => "MemcpyP2P",
-            Direction::Other => "MemcpyOther",
-        }
+        Work::XLA_KINDS[1 + self as usize]
     }
 }
 
