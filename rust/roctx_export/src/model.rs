@@ -297,8 +297,8 @@ mod join_tests {
 
     fn kernel(tid: u64, launch_ns: u64, start_ns: u64) -> Dispatch {
         Dispatch {
-        work: Default::default(),
-        graph: Default::default(),
+            work: Default::default(),
+            graph: Default::default(),
             start_ns,
             end_ns: start_ns + 100,
             kernel_id: 1,

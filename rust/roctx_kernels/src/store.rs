@@ -43,8 +43,8 @@ pub struct Dispatch {
     pub launch_ns: u64,
     /// The GPU (agent handle).
     pub agent_id: u64,
-    /// The stream it ran on: CUPTI's `streamId`; rocprofiler-sdk's stream id where the record
-    /// has one, else its queue handle.
+    /// The stream it ran on: CUPTI's `streamId`; rocprofiler-sdk's queue handle (0 for its
+    /// memory copies, which name no queue).
     pub queue_id: u64,
     /// The SDK's dispatch counter.
     pub dispatch_id: u64,
@@ -310,11 +310,7 @@ pub fn record_launches<I: IntoIterator<Item = Launch>>(batch: I) {
 /// The source has delivered everything it held (after a flush): dispatches still waiting for
 /// a launch will not get one, and are kept unattributed ([`KernelStats::unjoined`]).
 pub fn settle() {
-    with(|s| {
-        while let Some(d) = s.waiting.pop_front() {
-            s.keep_unjoined(d);
-        }
-    });
+    with(State::settle);
 }
 
 /// `thread` (an OS thread id) entered op scope `invocation` (0: left every scope) at `at_ns`
@@ -401,9 +397,7 @@ pub(crate) fn forget_launches() {
 /// launch window is emptied (an old launch must never match a new kernel). Op logs are kept.
 pub fn source_restarted() {
     with(|s| {
-        while let Some(d) = s.waiting.pop_front() {
-            s.keep_unjoined(d);
-        }
+        s.settle();
         s.launches.clear();
     });
 }
@@ -478,6 +472,13 @@ impl State {
                 }
                 self.waiting.push_back(d);
             }
+        }
+    }
+
+    /// Keeps every waiting dispatch unjoined: its launch record will not come.
+    fn settle(&mut self) {
+        while let Some(d) = self.waiting.pop_front() {
+            self.keep_unjoined(d);
         }
     }
 

@@ -3,7 +3,7 @@
 //! roofline report and op scopes work unchanged.
 //!
 //! - **No subscriber**: only the activity API (a `cuptiSubscribe` would make XLA's own tracer
-//!   fail, C.9). Kinds CONCURRENT_KERNEL, MEMCPY, MEMSET (the GPU's work), RUNTIME and DRIVER
+//!   fail, C.9). Kinds CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET (the GPU's work), RUNTIME and DRIVER
 //!   (cudart and driver calls: the launches, C.8).
 //! - **Graphs**: a kernel, copy or set run by a CUDA graph (an XLA command buffer) carries the
 //!   `cudaGraphLaunch`/`cuGraphLaunch` call's correlation id, so it joins that launch like any
@@ -14,8 +14,9 @@
 //!   our callbacks, kinds and clock, and starts correlation ids over. CUPTI says nothing to us
 //!   when it happens. What is at stake is the buffer CUPTI is filling: [`BUFFER_BYTES`] is small
 //!   (64 KiB kept 565 and 897 of the 1,530 activities of 5 JAX steps before a jax.profiler.trace,
-//!   4 MiB none, at the same step cost: docs/kernels.md), and a watch thread that asks for completed records every [`FLUSH_PERIOD`] and checks every
-//!   [`WATCH_PERIOD`] that CUPTI's clock is still ours: when it is not, another client has
+//!   4 MiB none, at the same step cost: docs/kernels.md), and a watch thread that asks for
+//!   completed records every [`FLUSH_PERIOD`] and checks every [`WATCH_PERIOD`] that CUPTI's
+//!   clock is still ours: when it is not, another client has
 //!   finalized CUPTI, and the thread sets it up again and says once, at warning level, what
 //!   happened and how many API calls it did not see ([`roctx_kernels::KernelStats::not_seen`],
 //!   when the correlation ids tell).
@@ -261,7 +262,6 @@ fn clock_is_ours(api: &Api) -> bool {
 /// Another client finalized CUPTI: set it up for us again. Its correlation ids go on (or start
 /// over): kernels still waiting for a launch are settled and the launch window emptied.
 fn resume(api: &Api) {
-    roctx_kernels::settle();
     roctx_kernels::source_restarted();
     // Our buffers that the other client received were freed by it; none will come back.
     OUTSTANDING.store(0, Ordering::Release);
