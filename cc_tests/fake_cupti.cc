@@ -49,7 +49,8 @@
 //
 // Hooks for tests: fake_cupti_launch() (a cudaLaunchKernel: cbid 211, driver cuLaunchKernel
 // 307) and fake_cupti_launch_at() (the same with the API interval given); fake_cupti_copy() (a
-// cudaMemcpyAsync: 41, driver 279); fake_cupti_memset() (a cudaMemsetAsync: 51, driver 291);
+// cudaMemcpyAsync: 41, driver cuMemcpyAsync 306); fake_cupti_memset() (a cudaMemsetAsync: 51,
+// driver cuMemsetD8Async 216);
 // fake_cupti_graph_launch() (a cudaGraphLaunch_v10000: 311, driver cuGraphLaunch 514);
 // fake_cupti_enabled(kind), fake_cupti_depth(kind), fake_cupti_disable_count(),
 // fake_cupti_subscribe_count(), fake_cupti_finalize_count(),
@@ -234,11 +235,8 @@ struct Cbids {
   uint32_t runtime, driver;
 };
 constexpr Cbids kLaunchKernel{211, 307};  // cudaLaunchKernel_v7000 / cuLaunchKernel
-// The driver cbids of copies and memsets are the numbers the tests were written against, not
-// the functions' own: in cupti_driver_cbid.h 279 is cuMemcpyDtoHAsync_v2 and 291
-// cuMemcpy3DAsync_v2 (cuMemcpyAsync is 306, cuMemsetD8Async 216).
-constexpr Cbids kMemcpyAsync{41, 279};  // cudaMemcpyAsync_v3020
-constexpr Cbids kMemsetAsync{51, 291};  // cudaMemsetAsync_v3020
+constexpr Cbids kMemcpyAsync{41, 306};  // cudaMemcpyAsync_v3020 / cuMemcpyAsync
+constexpr Cbids kMemsetAsync{51, 216};  // cudaMemsetAsync_v3020 / cuMemsetD8Async
 constexpr Cbids kGraphLaunch{311, 514};   // cudaGraphLaunch_v10000 / cuGraphLaunch
 
 constexpr int kResultInvalidParameter = 1, kResultMaxLimitReached = 12, kResultQueueEmpty = 18,
