@@ -61,6 +61,11 @@ def row(check, ref, ours, ok):
     return ok
 
 
+def info(what, ref, ours):
+    """A row that is read, not checked (no verdict, not counted)."""
+    print("%-62s %14s %14s" % (what, ref, ours))
+
+
 def steps_mode(ours_path, ref_path, steps):
     ours_all, modules = load(ours_path)
     ref_all, _ = load(ref_path)
@@ -71,10 +76,12 @@ def steps_mode(ours_path, ref_path, steps):
     ours = summary(window(ours_all, modules[-steps]), steps)
     ref = summary(ref_all, steps)
     print("%-62s %14s %14s  %s" % ("check (per step, XLA's default flags)", "jax.profiler", "ours", "verdict"))
+    # XProf counts a graph's copies as kernels (memcpy32_post, ...); CUPTI gives us MEMCPY
+    # records for them: the split is shown, the total is checked.
+    info("  of which kernels", "%.1f" % ref["kernels"], "%.1f" % ours["kernels"])
+    info("  of which copies and sets", "%.1f" % ref["copies and sets"], "%.1f" % ours["copies and sets"])
     results = [
         row("GPU activities (kernels, copies, sets)", "%.1f" % ref["activities"], "%.1f" % ours["activities"], abs(ref["activities"] - ours["activities"]) < 0.01),
-        row("  of which kernels", "%.1f" % ref["kernels"], "%.1f" % ours["kernels"], True),
-        row("  of which copies and sets", "%.1f" % ref["copies and sets"], "%.1f" % ours["copies and sets"], True),
         row("GPU busy time, us (sum of activity durations), within 2 %", "%.1f" % ref["busy_us"], "%.1f" % ours["busy_us"],
             ref["busy_us"] > 0 and abs(ours["busy_us"] / ref["busy_us"] - 1) <= 0.02),
         row("activities attributed to a range (nvtx_range)", "all", "%d of %d" % (ours["attributed"], ours["activities"] * steps),
