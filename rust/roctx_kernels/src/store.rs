@@ -11,7 +11,8 @@ use crate::names::demangle_all;
 use crate::ops::{Geometry, OpDescriptor};
 use crate::work::{GraphNode, Work};
 
-/// Most dispatches kept between two resets (about 100 bytes each); more are counted.
+/// Most dispatches (kernels, copies, sets) kept between two resets (144 bytes each, 288 MiB at
+/// most); more are counted.
 pub const MAX_DISPATCHES: usize = 1 << 21;
 /// Most distinct op geometries kept; an op with a new geometry past it is attributed to no op.
 pub const MAX_GEOMETRIES: usize = 1 << 16;
@@ -55,6 +56,9 @@ pub struct Dispatch {
     /// Work-items in the grid (x, y, z; HSA AQL semantics).
     pub grid: [u32; 3],
 }
+
+// The memory bound on MAX_DISPATCHES above (and docs/reliability.md) counts on this size.
+const _: () = assert!(std::mem::size_of::<Dispatch>() == 144);
 
 /// An op invocation: its geometry and what was measured about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
