@@ -3,8 +3,9 @@
  *   roctx_utils_annotation_*   an annotation object for hosts that cannot use a C++ scope
  *                              (Python via ctypes, llama.cpp, JAX's TraceAnnotation pattern):
  *                              create pushes, stop pops exactly once, destroy stops first.
- *   roctx_utils_mark / roctx_utils_range_start/stop
- *                              instants and ranges that may end on another thread.
+ *   roctx_utils_mark / roctx_utils_range_push/pop / roctx_utils_range_start/stop
+ *                              instants, explicit per-thread ranges, and ranges that may end
+ *                              on another thread.
  *   roctx_utils_session_*      capture sessions: ROCTX ranges and marks collected through
  *   roctx_utils_snapshot_*     rocprofiler-sdk (tool mode), the host's own tracer (host-fed) or
  *   roctx_utils_listener_feed  in-process, into bounded per-thread buffers; a snapshot per session.
@@ -84,10 +85,21 @@ typedef struct roctx_utils_counters {
  * or its struct_size covers no counter. */
 int roctx_utils_counters_get(roctx_utils_counters* out);
 
-/* ---- instants and cross-thread ranges ---- */
+/* ---- instants, per-thread ranges and cross-thread ranges ---- */
 
 /* roctxMarkA(name), also recorded by an in-process session. NULL means "" (not recorded). */
 void roctx_utils_mark(const char* name);
+
+/* roctxRangePushA(name): opens a range on the calling thread's stack, whatever
+ * XLA_ROCM_ENABLE_ROCTX says: an explicit annotation, as roctx_utils_mark is (Python's
+ * roctx_utils.annotate, torch.cuda.nvtx.range_push's twin). Also recorded by an in-process
+ * session, and pushed on AnnotationStack when that is enabled. NULL means "" (not recorded).
+ * Close it with roctx_utils_range_pop on the same thread. */
+void roctx_utils_range_push(const char* name);
+
+/* roctxRangePop(): closes the calling thread's innermost range (a pop with none open is counted
+ * by a session, never fatal). */
+void roctx_utils_range_pop(void);
 
 /* roctxRangeStartA(name): a range that may be stopped on any thread. Returns its id (roctx's
  * when a library is bound, else our own counter; never 0 unless an internal error occurred). */

@@ -147,6 +147,19 @@ pub unsafe extern "C" fn roctx_utils_mark(name: *const c_char) {
     guard((), || emitter::mark(unsafe { CText::from_ptr_or_empty(name) }))
 }
 
+/// `roctx_utils_range_push`: the emitter's dual push, ungated (an explicit annotation).
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_range_push(name: *const c_char) {
+    // SAFETY: as roctx_utils_mark.
+    guard((), || emitter::range_push(unsafe { CText::from_ptr_or_empty(name) }))
+}
+
+/// `roctx_utils_range_pop`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_range_pop() {
+    guard((), emitter::range_pop)
+}
+
 /// `roctx_utils_range_start`.
 #[no_mangle]
 pub unsafe extern "C" fn roctx_utils_range_start(name: *const c_char) -> u64 {
