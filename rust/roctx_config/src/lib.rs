@@ -59,6 +59,8 @@ pub enum Owner {
     Ggml,
     /// A job launcher's (torchrun, Slurm, MPI, ...): read to place the process in its job.
     Launcher,
+    /// NVIDIA's (NVTX3): read to know that this process is an NVTX-injected one.
+    Nvidia,
 }
 
 /// When a variable is read.
@@ -128,6 +130,8 @@ pub const CAPTURE: &str = "ROCTX_UTILS_CAPTURE";
 pub const ROCPROFILER_LIBRARY: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
 /// `ROCTX_UTILS_CUPTI_LIBRARY`.
 pub const CUPTI_LIBRARY: &str = "ROCTX_UTILS_CUPTI_LIBRARY";
+/// NVTX3's injection library path (`NVTX_INJECTION64_PATH`).
+pub const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
 /// `ROCTX_UTILS_XSPACE_OUT`.
 pub const XSPACE_OUT: &str = "ROCTX_UTILS_XSPACE_OUT";
 /// `ROCTX_UTILS_LOG`.
@@ -159,7 +163,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 34] = [
+pub const VARS: [Var; 35] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -208,6 +212,13 @@ pub const VARS: [Var; 34] = [
         when: When::FirstCall,
         default: "none",
         meaning: "NVIDIA: the libcupti to load for kernel rows when the process has none loaded yet (one already loaded is always reused)",
+    },
+    Var {
+        name: NVTX_INJECTION,
+        owner: Owner::Nvidia,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "NVTX3's injection library; when it is this library, the process is an NVIDIA one from our first call, so CUPTI kernel tracing starts even when something else (a Python annotation) loaded us before any NVTX client did",
     },
     Var {
         name: XSPACE_OUT,
@@ -466,6 +477,8 @@ pub struct Config {
     pub rocprofiler_library: Option<OsString>,
     /// `ROCTX_UTILS_CUPTI_LIBRARY`, when set and non-empty.
     pub cupti_library: Option<OsString>,
+    /// `NVTX_INJECTION64_PATH`, when set and non-empty.
+    pub nvtx_injection: Option<PathBuf>,
     /// `ROCTX_UTILS_XSPACE_OUT`, when set and non-empty.
     pub xspace_out: Option<PathBuf>,
     /// `ROCTX_UTILS_LOG`.
@@ -573,6 +586,7 @@ impl Config {
             capture,
             rocprofiler_library: non_empty(ROCPROFILER_LIBRARY),
             cupti_library: non_empty(CUPTI_LIBRARY),
+            nvtx_injection: non_empty(NVTX_INJECTION).map(PathBuf::from),
             xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
             log,
             kernels,
@@ -667,6 +681,7 @@ mod tests {
                 capture: CaptureRequest::Auto,
                 rocprofiler_library: None,
                 cupti_library: None,
+                nvtx_injection: None,
                 xspace_out: None,
                 log: LogLevel::Warn,
                 kernels: true,

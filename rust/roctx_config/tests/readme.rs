@@ -11,6 +11,7 @@ fn owner(o: Owner) -> &'static str {
         Owner::RocprofilerRegister => "rocprofiler-register",
         Owner::Ggml => "ggml/llama.cpp",
         Owner::Launcher => "launcher",
+        Owner::Nvidia => "NVIDIA",
     }
 }
 

@@ -212,6 +212,30 @@ pub unsafe fn wide_to_utf8(p: *const u32, max: usize) -> Vec<u8> {
     out
 }
 
+/// Whether `injection` (`NVTX_INJECTION64_PATH`) is the very object this code is linked into,
+/// compared by device and inode (a symlink or a relative path still matches). Then the process
+/// is an NVTX-injected one even before any NVTX client initialised us: a Python annotation may
+/// load this library first, through the same path.
+pub fn is_this_library(injection: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: Dl_info is plain data; dladdr fills it for an address in our own code and only
+    // reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the address is a function of this object.
+    let found = unsafe { libc::dladdr(is_this_library as *const c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: dladdr returned a NUL-terminated name owned by the loader, valid while we are loaded.
+    let ours = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let ours = std::path::Path::new(std::ffi::OsStr::from_bytes(ours.to_bytes()));
+    match (std::fs::metadata(ours), std::fs::metadata(injection)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,13 +106,20 @@ pub fn note_nvtx_client() {
     NVTX_CLIENT.store(true, Ordering::Release);
 }
 
-/// Step 2b: on NVIDIA (the NVTX injection is in use, a libcupti is already loaded, or a
-/// roofline report is wanted and rocprofiler-sdk is not there), kernels come from CUPTI.
+/// Step 2b: on NVIDIA (the NVTX injection is in use, or `NVTX_INJECTION64_PATH` names this
+/// library and something else called first, e.g. Python's `roctx_utils.annotate` before JAX
+/// initialised its GPU; a libcupti is already loaded; or a roofline report is wanted and
+/// rocprofiler-sdk is not there), kernels come from CUPTI.
 fn nvidia_kernels(config: &Config) {
     if !config.kernels && config.roofline_out.is_none() || listener::kernels::active() {
         return;
     }
-    if NVTX_CLIENT.load(Ordering::Acquire) || config.roofline_out.is_some() || roctx_sys::cupti::loaded_in_process() {
+    let injected = || config.nvtx_injection.as_deref().is_some_and(roctx_sys::nvtx::is_this_library);
+    if NVTX_CLIENT.load(Ordering::Acquire)
+        || config.roofline_out.is_some()
+        || roctx_sys::cupti::loaded_in_process()
+        || injected()
+    {
         listener::cupti::start();
     }
 }
