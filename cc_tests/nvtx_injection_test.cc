@@ -682,6 +682,173 @@ TEST_F(NvtxInjection, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndW
   EXPECT_EQ(subscribes(), subscribes_before + 1) << "only XLA subscribed";
 }
 
+// The same takeover, but the host hands CUPTI over first and says when it is done, as the
+// Python package does around jax.profiler.start_trace / stop_trace: nothing of ours is left in
+// CUPTI for XLA to take, only XLA's own three calls are missed, and we wait for its finalize.
+TEST_F(NvtxInjection, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
+      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
+  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
+  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
+  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
+  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
+  auto handover = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_handover"));
+  auto reclaim = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_reclaim"));
+  ASSERT_TRUE(launch && register_callbacks && enable && disable && flush_all && finalize && enabled && stats_get && handover && reclaim);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  push("right_before_the_trace");
+  launch("kernel_right_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);  // in CUPTI's buffer
+  pop();
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
+  ASSERT_EQ(handover(), ROCTX_UTILS_OK);  // start_trace's hook
+  EXPECT_EQ(enabled(10), 0) << "our kinds are off while XLA traces";
+  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 22, 2}) enable(kind);
+  for (int i = 0; i < 3; ++i) launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 22, 2}) disable(kind);
+  EXPECT_EQ(flush_all(1), 0);
+  // stop_trace's hook, before XLA's finalize: nobody traces, so CUPTI is ours at once; XLA's
+  // finalize then takes it again, and the watch takes it back after that.
+  EXPECT_EQ(reclaim(), ROCTX_UTILS_OK);
+  EXPECT_EQ(enabled(10), 1);
+  EXPECT_EQ(finalize(), 0);
+  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(enabled(10), 1);
+  push("after_the_trace");
+  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  pop();
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  const std::string json = StopAsChrome("flushed_takeover.json");
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_right_before\""), 1u) << "flushed to us before the takeover\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"right_before_the_trace\""), 2u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << json;
+  EXPECT_EQ(Count(json, "kernel_in_xla_trace"), 0u) << json;
+  EXPECT_EQ(after.not_seen - before.not_seen, 3u) << "only XLA's own three calls";
+}
+
+// Kineto (torch.profiler) takes CUPTI and stops without cuptiFinalize. The host handed CUPTI over
+// before it (roctx_utils_kernels_handover: our kinds off, the watch waiting) and says when it is
+// done (roctx_utils_kernels_reclaim, after torch.profiler); we trace again. The correlation ids
+// went on, so the calls Kineto saw are counted.
+TEST_F(NvtxInjection, AProfilerThatStopsWithoutFinalizeIsReclaimedWhenTheHostSaysSo) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
+      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
+  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
+  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
+  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
+  auto handover = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_handover"));
+  auto reclaim = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_reclaim"));
+  ASSERT_TRUE(launch && register_callbacks && enable && disable && flush_all && enabled && stats_get && handover && reclaim);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
+  ASSERT_EQ(handover(), ROCTX_UTILS_OK);  // torch.profiler's prepare hook
+  // Kineto's prepare/start ... stop: its callbacks, its kinds, then disabled; no finalize.
+  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 2}) enable(kind);
+  launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 2}) disable(kind);
+  EXPECT_EQ(flush_all(1), 0);
+  usleep(50 * 1000);  // ten watch periods: handed over, so the watch waits
+  EXPECT_EQ(enabled(10), 0) << "the watch does not take CUPTI back before the host says so";
+  EXPECT_EQ(reclaim(), ROCTX_UTILS_OK);
+  EXPECT_EQ(enabled(10), 1) << "traced again once the host said so";
+  push("after_torch_profiler");
+  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  pop();
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  const std::string json = StopAsChrome("reclaimed.json");
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"after_torch_profiler\""), 2u) << json;
+  EXPECT_EQ(Count(json, "kernel_in_kineto"), 0u) << json;
+  EXPECT_EQ(after.not_seen - before.not_seen, 2u) << "Kineto's two calls, counted by their ids";
+}
+
+// A profiler that traces with a clock of its own, without any finalize (what Kineto's stamps
+// look like to us): every kind off, its clock, its callbacks, its kinds; later every kind off
+// again. While it traces, CUPTI refuses our clock, so the watch leaves it alone (taking CUPTI
+// back then would empty its trace); once every kind is off, CUPTI takes our clock again and the
+// watch resumes by itself.
+namespace kineto_like {
+uint64_t Clock() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+}  // namespace kineto_like
+
+TEST_F(NvtxInjection, AProfilerWithItsOwnClockIsNeverRobbedAndWeResumeWhenItsKindsAreOff) {
+  Client& c = Xla();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cupti, nullptr);
+  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+      dlsym(cupti, "fake_cupti_launch"));
+  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
+      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
+  auto register_clock = reinterpret_cast<int (*)(uint64_t (*)())>(dlsym(cupti, "cuptiActivityRegisterTimestampCallback"));
+  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
+  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
+  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
+  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
+  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
+  ASSERT_TRUE(launch && register_callbacks && register_clock && enable && disable && flush_all && enabled && stats_get);
+  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+  auto pop = c.get<int (*)()>(c.core, kRangePop);
+  Start();
+  const uint64_t t0 = BoottimeNs();
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);  // the host's flush before it starts
+  const int all_kinds[] = {10, 5, 4, 1, 22, 2};
+  for (int kind : all_kinds) disable(kind);
+  ASSERT_EQ(register_clock(kineto_like::Clock), 0);
+  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 5, 1, 2}) enable(kind);
+  const uint64_t records = xla_like::g_records;
+  launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  usleep(60 * 1000);  // a dozen watch periods while it traces
+  EXPECT_EQ(enabled(10), 1);
+  launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
+  EXPECT_EQ(flush_all(1), 0);
+  EXPECT_GT(xla_like::g_records, records) << "its records went to it, not to us";
+  for (int kind : all_kinds) disable(kind);
+  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(enabled(10), 1) << "every kind off: CUPTI took our clock, and we traced again";
+  push("after_kineto");
+  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  pop();
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  const std::string json = StopAsChrome("own_clock.json");
+  EXPECT_EQ(Count(json, "kernel_in_kineto"), 0u) << json;
+  EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"after_kineto\""), 2u) << "on our clock again\n" << json;
+  EXPECT_EQ(after.not_seen - before.not_seen, 2u) << "its two calls, counted by their ids";
+}
+
 // CUDA 13.0's finalize starts correlation ids over at 1 (measured): after the resume, a new
 // launch reuses an id an old one had, and must still join its own launch, not the old one; the
 // number of calls missed is then unknown (not guessed: not_seen stays as it was).

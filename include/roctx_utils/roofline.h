@@ -107,6 +107,22 @@ typedef struct roctx_utils_kernel_stats {
  * ROCTX_UTILS_INVALID_ARGUMENT (out NULL or struct_size < 16). */
 int roctx_utils_kernel_stats_get(roctx_utils_kernel_stats* out);
 
+/* Sharing CUPTI's activity API (one per process) with another profiler in this process, which
+ * the host starts and stops (XLA's tracer under jax.profiler, Kineto under torch.profiler; the
+ * Python package calls these around both). rocprofiler-sdk gives every tool its own context, so
+ * on ROCm both return ROCTX_UTILS_NOT_RUNNING and nothing is needed.
+ *
+ * handover, before the other profiler starts: every record CUPTI holds for us is delivered
+ * now, our activity kinds are turned off, and we leave CUPTI alone until reclaim (without it,
+ * only a cuptiFinalize of the other profiler, seen within 5 ms, gives CUPTI back).
+ * Returns ROCTX_UTILS_OK, or ROCTX_UTILS_NOT_RUNNING when kernels are not traced through CUPTI.
+ *
+ * reclaim, after it stopped: CUPTI is ours again as soon as nobody traces, i.e. CUPTI accepts
+ * our clock (no activity kind enabled): now, or later when the other profiler finalizes.
+ * Returns ROCTX_UTILS_OK when traced by us again now, else ROCTX_UTILS_NOT_RUNNING. */
+int roctx_utils_kernels_handover(void);
+int roctx_utils_kernels_reclaim(void);
+
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 96);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, dispatches, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_over_cap, 72);

@@ -46,6 +46,8 @@ pub struct Api {
     pub register_callbacks: unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
     pub register_timestamp_callback: Option<unsafe extern "C" fn(TimestampCallback) -> CuptiResult>,
     pub enable: unsafe extern "C" fn(i32) -> CuptiResult,
+    /// `cuptiActivityDisable(kind)`.
+    pub disable: unsafe extern "C" fn(i32) -> CuptiResult,
     pub get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
     pub flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
     /// `cuptiGetTimestamp`: CUPTI's clock, which is our timestamp callback while CUPTI keeps it
@@ -123,6 +125,7 @@ impl Api {
             // SAFETY: as in bind!.
             register_timestamp_callback: unsafe { lib.get(b"cuptiActivityRegisterTimestampCallback\0") }.ok().map(|s| *s),
             enable: bind!("cuptiActivityEnable"),
+            disable: bind!("cuptiActivityDisable"),
             get_next_record: bind!("cuptiActivityGetNextRecord"),
             flush_all: bind!("cuptiActivityFlushAll"),
             // SAFETY: as in bind!.

@@ -103,6 +103,18 @@ pub unsafe extern "C" fn roctx_utils_kernel_stats_get(out: *mut KernelStatsC) ->
     })
 }
 
+/// `roctx_utils_kernels_handover`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_kernels_handover() -> i32 {
+    guard(-1, || if kernels::handover() { 0 } else { 2 })
+}
+
+/// `roctx_utils_kernels_reclaim`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_kernels_reclaim() -> i32 {
+    guard(-1, || if kernels::reclaim() { 0 } else { 2 })
+}
+
 /// Most elements read from any caller array (sources, parameters, fused nodes): the kernel
 /// stage keeps fewer, and counts the cut.
 const MAX_READ: u32 = 1024;

@@ -62,6 +62,23 @@ static API: OnceLock<Api> = OnceLock::new();
 static STATE: AtomicU8 = AtomicU8::new(0);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
 static DECLINED: AtomicU64 = AtomicU64::new(0);
+
+/// The buffers we handed CUPTI, by address (0: a free slot). CUPTI delivers to whichever
+/// completion callback is registered *now*: after a hand-over it can give us another client's
+/// buffer (another size, another allocator; freeing it as ours corrupted the heap under Kineto,
+/// measured). Only a buffer found here is read and freed; another is left to its owner. A slot
+/// array, not a lock: the callbacks run on CUPTI's threads, also across `fork()`.
+static OURS: [AtomicUsize; MAX_BUFFERS] = [const { AtomicUsize::new(0) }; MAX_BUFFERS];
+/// Buffers of another client that CUPTI handed to our callback (left alone).
+static FOREIGN: AtomicU64 = AtomicU64::new(0);
+
+fn claim_slot(address: usize) -> bool {
+    OURS.iter().any(|slot| slot.compare_exchange(0, address, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+}
+
+fn release_slot(address: usize) -> bool {
+    OURS.iter().any(|slot| slot.compare_exchange(address, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+}
 /// Subtracted from CUPTI's timestamps: 0 with our timestamp callback, `CLOCK_REALTIME` minus
 /// `CLOCK_BOOTTIME` when CUPTI refused it and kept its default clock (C.7).
 static CLOCK_SHIFT: AtomicI64 = AtomicI64::new(0);
@@ -96,13 +113,18 @@ pub fn start() {
 
 fn set_up(api: &Api) -> Result<(), String> {
     let check = |what: &str, r: cupti::CuptiResult| if r == cupti::SUCCESS { Ok(()) } else { Err(format!("{what} returned {}", api.result_name(r))) };
-    if let Some(register) = api.register_timestamp_callback {
+    if STATE.load(Ordering::Acquire) == 1 && CLOCK_SHIFT.load(Ordering::Acquire) == 0 && clock_is_ours(api) {
+        // Taking CUPTI back from a profiler that never finalized it: our clock is still
+        // CUPTI's, and registering it again would be refused while any kind is enabled.
+    } else if let Some(register) = api.register_timestamp_callback {
         // SAFETY: a plain function; before any kind is enabled (C.7).
         let r = unsafe { register(timestamp) };
         if r != cupti::SUCCESS {
-            CLOCK_SHIFT.store(realtime_minus_boottime(), Ordering::Release);
+            // Another client's clock, or CUPTI's own (CLOCK_REALTIME): shifted by what it reads
+            // now against CLOCK_BOOTTIME, whichever it is.
+            CLOCK_SHIFT.store(measured_shift(api).unwrap_or_else(realtime_minus_boottime), Ordering::Release);
             log::warn(format_args!(
-                "CUPTI: cuptiActivityRegisterTimestampCallback returned {}; its CLOCK_REALTIME stamps are shifted to CLOCK_BOOTTIME",
+                "CUPTI: cuptiActivityRegisterTimestampCallback returned {}; CUPTI's own stamps are shifted to CLOCK_BOOTTIME",
                 api.result_name(r)
             ));
         }
@@ -111,21 +133,43 @@ fn set_up(api: &Api) -> Result<(), String> {
     }
     // SAFETY: our callbacks have CUPTI's signatures and live forever.
     check("cuptiActivityRegisterCallbacks", unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) })?;
-    let copies: &[(i32, &str)] = if roctx_config::get().copies {
-        &[(cupti::kind::MEMCPY, "MEMCPY"), (cupti::kind::MEMCPY2, "MEMCPY2"), (cupti::kind::MEMSET, "MEMSET")]
-    } else {
-        &[]
-    };
-    let kinds = [(cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (cupti::kind::RUNTIME, "RUNTIME"), (cupti::kind::DRIVER, "DRIVER")];
-    for &(kind, name) in kinds.iter().chain(copies) {
+    for (kind, name) in our_named_kinds() {
         // SAFETY: an activity kind of this CUPTI version.
         check(&format!("cuptiActivityEnable({name})"), unsafe { (api.enable)(kind) })?;
     }
     Ok(())
 }
 
+/// The activity kinds we enable, with their names.
+fn our_named_kinds() -> impl Iterator<Item = (i32, &'static str)> {
+    let copies: &[(i32, &str)] = if roctx_config::get().copies {
+        &[(cupti::kind::MEMCPY, "MEMCPY"), (cupti::kind::MEMCPY2, "MEMCPY2"), (cupti::kind::MEMSET, "MEMSET")]
+    } else {
+        &[]
+    };
+    let kinds: &[(i32, &str)] = &[(cupti::kind::CONCURRENT_KERNEL, "CONCURRENT_KERNEL"), (cupti::kind::RUNTIME, "RUNTIME"), (cupti::kind::DRIVER, "DRIVER")];
+    kinds.iter().chain(copies).copied()
+}
+
+fn our_kinds() -> impl Iterator<Item = i32> {
+    our_named_kinds().map(|(kind, _)| kind)
+}
+
 unsafe extern "C" fn timestamp() -> u64 {
     roctx_sys::os::boottime_ns()
+}
+
+/// CUPTI's clock minus CLOCK_BOOTTIME, read now (None without `cuptiGetTimestamp`).
+fn measured_shift(api: &Api) -> Option<i64> {
+    let get = api.get_timestamp?;
+    let mut t = 0u64;
+    let boot = roctx_sys::os::boottime_ns();
+    // SAFETY: a valid out-pointer.
+    if unsafe { get(&mut t) } != cupti::SUCCESS {
+        return None;
+    }
+    // CAST: both clocks count ns since 1970 or since boot; their difference fits i64.
+    Some(t as i64 - boot as i64)
 }
 
 fn realtime_minus_boottime() -> i64 {
@@ -236,8 +280,21 @@ fn watch_once(flush: bool) {
     if !active() {
         return;
     }
-    if CLOCK_SHIFT.load(Ordering::Acquire) == 0 && !clock_is_ours(api) {
-        resume(api);
+    if HELD.load(Ordering::Acquire) {
+        // The host handed CUPTI to another profiler and has not said it is done.
+    } else if CLOCK_SHIFT.load(Ordering::Acquire) == 0 && !clock_is_ours(api) {
+        // CUPTI's clock is not ours any more: another client finalized CUPTI (its clock falls
+        // back to CLOCK_REALTIME) or set a clock of its own to trace with (Kineto does, without
+        // a finalize: correlation ids go on, measured). CUPTI takes a timestamp callback only
+        // while no activity kind is enabled, so ours being taken means nobody traces now: set
+        // up again. Refused: the other profiler is at work; ask again next tick, never taking
+        // CUPTI from under it.
+        if let Some(register) = api.register_timestamp_callback {
+            // SAFETY: a plain function; CUPTI refuses it while a kind is enabled.
+            if unsafe { register(timestamp) } == cupti::SUCCESS {
+                resume(api, Release::Released);
+            }
+        }
         return;
     }
     if flush {
@@ -259,25 +316,112 @@ fn clock_is_ours(api: &Api) -> bool {
     t.abs_diff(roctx_sys::os::boottime_ns()) < CLOCK_LOST_NS
 }
 
-/// Another client finalized CUPTI: set it up for us again. Its correlation ids go on (or start
-/// over): kernels still waiting for a launch are settled and the launch window emptied.
-fn resume(api: &Api) {
+/// How another client gave CUPTI's activity API back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// Seen by the watch: CUPTI's clock was not ours, and CUPTI took ours again (no activity
+    /// kind enabled: the other client finalized CUPTI, as XLA's tracer does, or stopped with
+    /// every kind off).
+    Released,
+    /// Its host told us it had stopped ([`reclaim`]), with kinds still enabled or our clock
+    /// still CUPTI's (a client that never showed itself to the watch).
+    Stopped,
+}
+
+impl Release {
+    fn words(self) -> &'static str {
+        match self {
+            Release::Released => "when it released CUPTI (cuptiFinalize, or every activity kind off)",
+            Release::Stopped => "when its host said it had stopped (roctx_utils_kernels_reclaim)",
+        }
+    }
+}
+
+static LAST_RELEASE: AtomicU8 = AtomicU8::new(0);
+
+/// Held while CUPTI is being set up again: the watch and a host's [`reclaim`] may both try.
+static RESUMING: AtomicBool = AtomicBool::new(false);
+
+/// Another client gave CUPTI back: set it up for us again. Kernels still waiting for a launch
+/// are settled and the launch window emptied (after a finalize old ids come back for new
+/// launches).
+fn resume(api: &Api, how: Release) -> bool {
+    if RESUMING.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    // Whatever CUPTI still holds goes to whoever is registered now: ours, if the hand-over
+    // never happened, come back to us here and are read; the rest went to the other client.
+    // SAFETY: CUPTI_ACTIVITY_FLAG_FLUSH_FORCED; synchronous.
+    unsafe { (api.flush_all)(1) };
     roctx_kernels::source_restarted();
     // Our buffers that the other client received were freed by it; none will come back.
     OUTSTANDING.store(0, Ordering::Release);
-    RESUMED_AFTER.store(u64::from(LAST_CORRELATION.load(Ordering::Acquire)), Ordering::Release);
-    // Measured on CUDA 13.0: ids start over at 1 after a finalize; the next ones count from 0.
+    for slot in &OURS {
+        slot.store(0, Ordering::Release);
+    }
+    // The last id before the first of back-to-back resumes (no record in between: the highest
+    // id seen since is 0, and would make every id look missed).
+    let last = u64::from(LAST_CORRELATION.load(Ordering::Acquire));
+    let _ = RESUMED_AFTER.compare_exchange(NOT_RESUMED, last, Ordering::AcqRel, Ordering::Acquire);
+    // Measured on CUDA 13.0: ids start over at 1 after a finalize, and go on without one. The
+    // highest id is counted again from the first records after the resume, which after_resume
+    // compares with the last one before it.
     LAST_CORRELATION.store(0, Ordering::Release);
+    LAST_RELEASE.store(how as u8, Ordering::Release);
     RESUMED_AT.store(roctx_sys::os::boottime_ns(), Ordering::Release);
-    match set_up(api) {
-        Ok(()) => log::info(format_args!(
-            "CUPTI: another profiler released CUPTI (cuptiFinalize); tracing again from {} ns (CLOCK_BOOTTIME)",
-            RESUMED_AT.load(Ordering::Acquire)
-        )),
+    let ok = match set_up(api) {
+        Ok(()) => {
+            log::info(format_args!(
+                "CUPTI: another profiler released CUPTI ({}); tracing again from {} ns (CLOCK_BOOTTIME)",
+                if how == Release::Released { "finalized, or every activity kind off" } else { "stopped, on request" },
+                RESUMED_AT.load(Ordering::Acquire)
+            ));
+            true
+        }
         Err(why) => {
             STATE.store(2, Ordering::Release);
             log::warn(format_args!("CUPTI: another profiler released CUPTI, but tracing could not start again: {why}"));
+            false
         }
+    };
+    RESUMING.store(false, Ordering::Release);
+    ok
+}
+
+/// Set by [`handover`], cleared by [`reclaim`]: another profiler has CUPTI; the watch waits.
+static HELD: AtomicBool = AtomicBool::new(false);
+
+/// The host is about to let another profiler take CUPTI's activity API (the Python package
+/// calls this before `jax.profiler.start_trace` and before `torch.profiler` prepares): every
+/// record CUPTI holds for us is delivered now, our activity kinds are turned off, and the watch
+/// leaves CUPTI alone until [`reclaim`]. Nothing of ours is left for the other profiler to
+/// receive, and we never take CUPTI from under it. Returns whether CUPTI was ours to hand over.
+pub fn handover() -> bool {
+    let (Some(api), true) = (API.get(), active()) else { return false };
+    HELD.store(true, Ordering::Release);
+    flush();
+    for kind in our_kinds() {
+        // SAFETY: an activity kind of this CUPTI version.
+        unsafe { (api.disable)(kind) };
+    }
+    log::info(format_args!("CUPTI: handed over to another profiler at the host's request; waiting for it to finish"));
+    true
+}
+
+/// The profiler the host handed CUPTI to has stopped: the watch looks again, and CUPTI is ours
+/// as soon as nobody traces (CUPTI accepts our clock only while no activity kind is enabled):
+/// now, or when the other profiler's finalize comes (XLA's comes up to 85 ms after
+/// `stop_trace` returns, measured). Returns whether kernels are traced through CUPTI now.
+pub fn reclaim() -> bool {
+    let (Some(api), true) = (API.get(), active()) else { return false };
+    HELD.store(false, Ordering::Release);
+    let Some(register) = api.register_timestamp_callback else { return false };
+    // SAFETY: a plain function; CUPTI refuses it while a kind is enabled.
+    if unsafe { register(timestamp) } == cupti::SUCCESS {
+        resume(api, Release::Stopped)
+    } else {
+        // Someone still traces: the watch takes CUPTI back when it is done.
+        false
     }
 }
 
@@ -300,7 +444,8 @@ fn after_resume(first: u32) {
         ),
     };
     let message = format_args!(
-        "CUPTI: another profiler (XLA's tracer under jax.profiler, Kineto, ...) took CUPTI's activity API; {how_many} went to it, not to this trace; tracing resumed when it finalized CUPTI"
+        "CUPTI: another profiler (XLA's tracer under jax.profiler, Kineto, ...) took CUPTI's activity API; {how_many} went to it, not to this trace; tracing resumed {}",
+        if LAST_RELEASE.load(Ordering::Acquire) == Release::Stopped as u8 { Release::Stopped.words() } else { Release::Released.words() }
     );
     if SAID.swap(true, Ordering::AcqRel) {
         log::info(message);
@@ -360,14 +505,22 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
             return;
         }
         let granted = OUTSTANDING.fetch_add(1, Ordering::AcqRel) < MAX_BUFFERS;
-        let memory = if granted {
+        let mut memory = if granted {
             // 8-byte aligned, as CUPTI requires.
             Box::into_raw(vec![0u64; BUFFER_BYTES / 8].into_boxed_slice()).cast::<u8>()
         } else {
-            OUTSTANDING.fetch_sub(1, Ordering::AcqRel);
-            DECLINED.fetch_add(1, Ordering::Relaxed);
             std::ptr::null_mut()
         };
+        if !memory.is_null() && !claim_slot(memory as usize) {
+            // Every slot taken (buffers the other client kept, not yet forgotten): decline.
+            // SAFETY: allocated just above, never handed out.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(memory.cast::<u64>(), BUFFER_BYTES / 8)) });
+            memory = std::ptr::null_mut();
+        }
+        if memory.is_null() {
+            OUTSTANDING.fetch_sub(1, Ordering::AcqRel);
+            DECLINED.fetch_add(1, Ordering::Relaxed);
+        }
         // SAFETY: CUPTI's out-pointers.
         unsafe {
             *buffer = memory;
@@ -403,6 +556,16 @@ static JOINS: Mutex<Option<Joins>> = Mutex::new(None);
 
 unsafe extern "C" fn buffer_completed(_context: *mut std::ffi::c_void, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
     if buffer.is_null() {
+        return;
+    }
+    if !release_slot(buffer as usize) {
+        // Another client's buffer, delivered to us because our callback is registered now: its
+        // records are its own, and so is its memory.
+        if FOREIGN.fetch_add(1, Ordering::Relaxed) == 0 {
+            log::warn(format_args!(
+                "CUPTI: another profiler's activity buffer was delivered to us (CUPTI hands buffers to whoever is registered when they complete); left to it, unread"
+            ));
+        }
         return;
     }
     roctx_sys::guard((), || {

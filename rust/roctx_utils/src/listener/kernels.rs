@@ -142,6 +142,19 @@ fn check(api: &SdkApi, what: &str, status: rocprofiler::Status) -> Result<(), St
     if status == 0 { Ok(()) } else { Err(format!("{what} returned {}", api.status_name(status))) }
 }
 
+/// The host lets another profiler take the vendor's activity API: ours is flushed and stepped
+/// back (only CUPTI is shared; rocprofiler-sdk gives every tool its own context). Whether
+/// kernels were traced through CUPTI.
+pub fn handover() -> bool {
+    super::cupti::handover()
+}
+
+/// That profiler has stopped: the API is ours again as soon as nobody traces. Whether kernels
+/// are traced through CUPTI now.
+pub fn reclaim() -> bool {
+    super::cupti::reclaim()
+}
+
 /// Delivers every dispatch the SDK (or CUPTI) holds now (neither flushes by itself).
 /// Synchronous.
 pub fn flush() {
