@@ -57,3 +57,20 @@ sys.exit(m.version("xprof") != sys.argv[1])' "$XPROF_VERSION" 2>/dev/null; then
     return 1
   fi
 }
+
+# jax[cpu] for the Python package's tests (python/, scripts/test.sh run_python), in the same
+# venv: a real JAX whose TraceAnnotation the package hooks.
+JAX_CPU_VERSION=0.10.2
+
+# Puts jax[cpu]==$JAX_CPU_VERSION into $XPROF_VENV unless it is there (then offline, instant).
+ensure_jax_cpu() {
+  local py=$XPROF_VENV/bin/python
+  if "$py" -c 'import sys, importlib.metadata as m
+sys.exit(m.version("jax") != sys.argv[1] or m.version("jaxlib") != sys.argv[1])' "$JAX_CPU_VERSION" 2>/dev/null; then
+    echo "==> jax[cpu] $JAX_CPU_VERSION present in $XPROF_VENV"
+    return 0
+  fi
+  echo "==> installing jax[cpu]==$JAX_CPU_VERSION into $XPROF_VENV (about 90 MB from PyPI)"
+  "$py" -m pip install -q "jax[cpu]==$JAX_CPU_VERSION" ||
+    { echo "error: 'pip install jax[cpu]==$JAX_CPU_VERSION' failed (is PyPI reachable?)" >&2; return 1; }
+}

@@ -14,6 +14,10 @@
 #      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
 #   5b. a real NVTX3 client (tests/nvtx/real_client.cc, NVIDIA's header-only loader from PyPI
 #      nvidia-nvtx) loading //nvtx:libroctx_utils_nvtx.so through NVTX_INJECTION64_PATH;
+#   5c. the Python package (python/): pip install ./python with jax[cpu] in the same venv, its
+#      unit tests against that library, and an annotated JAX script (explicitly hooked, then
+#      with ROCTX_UTILS_PYTHON_HOOKS=1) read back through XProf; the XLA fork's TraceMeWrapper
+#      patch (integrations/xla/check.sh: applies to the pinned files, reduced copy tested);
 #   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
 #      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
 #      (ThreadSanitizer), in the same output base as 4 and 7;
@@ -369,6 +373,58 @@ run_consumer() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# The Python package (python/): `pip install ./python` into the xprof venv with jax[cpu], its
+# unit tests against the real library, and a user's annotated script, explicitly hooked and with
+# zero code (ROCTX_UTILS_PYTHON_HOOKS=1), read back through XProf's reader.
+# ---------------------------------------------------------------------------------------------
+run_python() {
+  local dir=$TMPDIR_TESTS/python lib=$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so log rc p f mode
+  mkdir -p "$dir"
+  echo
+  echo "==> python package: pip install ./python (+ jax[cpu]==$JAX_CPU_VERSION) into $XPROF_VENV"
+  if ! ensure_jax_cpu || ! "$XPROF_VENV/bin/python" -m pip install -q --force-reinstall --no-deps ./python; then
+    record "python: install" 0 1 "pip could not install jax[cpu] or ./python (see above)"
+    return
+  fi
+  if [ ! -f "$lib" ]; then
+    record "python: install" 0 1 "no $lib (the NVTX section builds it)"
+    return
+  fi
+  record "python: install" 1 0
+  log=$dir/unit.log
+  (cd python/tests && env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_PYTHON_HOOKS ROCTX_UTILS_TEST_LIBRARY="$lib" \
+    "$XPROF_VENV/bin/python" test_roctx_utils.py) 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  read -r p f < <(sed -nE 's/^python package: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
+  if [ -z "$p" ]; then
+    record "python: unit tests" 0 1 "test_roctx_utils.py exited $rc without a result line"
+  else
+    record "python: unit tests" "$p" "$f"
+  fi
+  for mode in explicit zero-code; do
+    local hooks=0
+    [ "$mode" = zero-code ] && hooks=1
+    echo "==> ROCTX_UTILS_PYTHON_HOOKS=$hooks ROCTX_UTILS_LIBRARY=$lib python python/tests/annotated_script.py $mode"
+    rm -rf "$dir/logs_$mode"
+    if ! env -u ROCTX_UTILS_CAPTURE ROCTX_UTILS_PYTHON_HOOKS=$hooks ROCTX_UTILS_LIBRARY="$lib" \
+        ROCTX_UTILS_XSPACE_OUT="$dir/logs_$mode" JAX_PLATFORMS=cpu \
+        "$XPROF_VENV/bin/python" python/tests/annotated_script.py "$mode" 2>&1 | tee "$dir/script_$mode.log" ||
+        ! grep -q '^annotated_script: ok' "$dir/script_$mode.log"; then
+      record "python: script ($mode)" 0 1 "annotated_script.py $mode failed"
+      continue
+    fi
+    run_check_xprof "python: script ($mode)" "$dir/check_$mode.log" "$dir/logs_$mode" \
+      --roctx-rows 3 \
+      --nest 'user_step_0>inner' --nest 'user_step_1>inner' --nest 'train 3>forward' \
+      --count 'user_step_0=1' --count 'train 3=1' --count 'tagged#batch=4,flag=1#=1' \
+      --count 'no_with=1' --top 'no_with' --top 'after_no_with' \
+      --count 'raises=1' --top 'after_error' \
+      --count 'gen_step=4' --count 'fetch=4' --top 'fetch' \
+      --count 'worker_0=1' --count 'worker_1=1' --mark done
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
 # 4. The real consumer: XProf (PyPI `xprof`) renders our XSpaces; check_xprof.py checks the rows.
 # ---------------------------------------------------------------------------------------------
 # Runs check_xprof.py and records its "xprof consumer: N passed, M failed" line.
@@ -601,6 +657,7 @@ run_valgrind                                        # the Rust unit tests under 
 run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
 run_nvtx_real                                       # needs the xprof venv's pip
+run_python                                          # needs the venv and the injection library
 run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations

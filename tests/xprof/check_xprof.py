@@ -22,6 +22,9 @@ Checks, per file, each printed as `PASS name` or `FAIL name: why`:
   nest:A>B>...             (--nest) in some ROCTX row an event A strictly contains (ts/dur) an
                            event B, which strictly contains the next, ...
   nest-all:A>B>...         (--nest-all) the same chain in every ROCTX row
+  count:NAME=N             (--count) exactly N events named NAME in the ROCTX rows
+  top:NAME                 (--top) events named NAME exist, and none lies inside another event
+                           of its row (a pop that went missing would nest what follows)
   nvtx-range-args          every event in a ROCTX row has arg `nvtx_range` equal to its name
   rows-match-xspace-lines  no row collision: every `/host:CPU` line with events became its own
                            row, with its name and exactly its events (a merged row has two
@@ -344,6 +347,22 @@ def check_file(path, args, results, label):
         check("nest-all:" + spec, roctx and not missing,
               "not nested in %s" % (missing or "any row: there are no ROCTX rows"))
 
+    # (c2) counts and top-level events, summed over the ROCTX rows.
+    named = collections.defaultdict(list)
+    for r in roctx:
+        for e in r.events:
+            if "ts" in e:
+                named[e.get("name")].append((r, e))
+    for spec in args.count:
+        name, _, want = spec.rpartition("=")
+        got = len(named.get(name, []))
+        check("count:" + spec, str(got) == want, "%d events named %r" % (got, name))
+    for name in args.top:
+        inside = [r.name for r, e in named.get(name, [])
+                  if any(contains(o, e) for o in r.events if "ts" in o)]
+        check("top:" + name, named.get(name) and not inside,
+              "inside another range in %s" % inside if inside else "no event named %r" % name)
+
     # (d) nvtx_range args.
     bad = ["%s: %r has nvtx_range %r" % (r.name, e.get("name"), e.get("args", {}).get("nvtx_range"))
            for r in roctx for e in r.events if e.get("args", {}).get("nvtx_range") != e.get("name")]
@@ -552,6 +571,10 @@ def main(argv=None):
                         help="some ROCTX row nests these events (repeatable)")
     parser.add_argument("--nest-all", action="append", default=[], metavar="A>B[>C...]",
                         help="every ROCTX row nests these events (repeatable)")
+    parser.add_argument("--count", action="append", default=[], metavar="NAME=N",
+                        help="exactly N events named NAME in the ROCTX rows (repeatable)")
+    parser.add_argument("--top", action="append", default=[], metavar="NAME",
+                        help="events named NAME exist and none is inside another (repeatable)")
     parser.add_argument("--mark", action="append", default=[], metavar="NAME",
                         help="a zero-duration ROCTX event with this name exists (repeatable)")
     parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")

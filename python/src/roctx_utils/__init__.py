@@ -1,0 +1,335 @@
+"""Profiler annotations from Python for roctx_utils.
+
+    import roctx_utils
+
+    with roctx_utils.annotate("load_batch"):      # a ROCTX range on this thread
+        ...
+
+    @roctx_utils.annotate("train_step")            # or as a decorator (functions, generators,
+    def train_step(batch): ...                     # coroutines and async generators)
+
+    roctx_utils.mark("checkpoint")                 # an instant
+
+    import roctx_utils.jax
+    roctx_utils.jax.install()   # jax.profiler.TraceAnnotation, StepTraceAnnotation and
+                                # annotate_function also become ROCTX ranges
+
+    import roctx_utils.torch
+    roctx_utils.torch.install() # torch.profiler and our GPU tracing share CUPTI cleanly
+
+With ``ROCTX_UTILS_PYTHON_HOOKS=1`` the installed package does both ``install()`` calls by
+itself when the script imports jax or torch: no code change.
+
+Ranges go wherever the native library sends them: roctx (rocprofv3, our own rocprofiler-sdk
+tool), its in-process capture, the ``ROCTX_UTILS_XSPACE_OUT`` log directory for XProf and
+TensorBoard, with the GPU kernels each range launched under it. The library is found as
+``_lib`` documents; without one every call here is a no-op (one warning, never an exception).
+"""
+
+import ctypes
+import functools
+import inspect
+import threading
+
+from . import _lib
+
+__all__ = ["annotate", "mark", "flush_kernels", "handover_kernels", "reclaim_kernels", "library", "stats"]
+__version__ = "0.1.0"
+
+# Counted instead of raised: pops we refused because the range was opened on another thread.
+_stats = {"wrong_thread_stops": 0, "errors": 0}
+_warned = set()
+
+
+def _warn_once(key, message):
+    if key not in _warned:
+        _warned.add(key)
+        _lib.warn(message)
+
+
+def _wrong_thread():
+    _stats["wrong_thread_stops"] += 1
+    _warn_once("thread", "an annotation was stopped on another thread than the one that "
+                         "started it; it was not popped (ranges are per thread)")
+
+
+def _encode(name):
+    try:
+        text = name if isinstance(name, str) else str(name)
+        # The C side reads up to the first NUL; show one rather than cutting the label there.
+        return text.replace("\0", "\\0").encode("utf-8", "replace")
+    except Exception:
+        _stats["errors"] += 1
+        return b"<unprintable annotation name>"
+
+
+def library():
+    """Where the native library was found (a string), or None when annotations are off."""
+    lib = _lib.get()
+    return lib.origin if lib else None
+
+
+def stats():
+    """What the package counted instead of raising (a dict copy)."""
+    return dict(_stats)
+
+
+def mark(name):
+    """An instant event (roctxMarkA) named ``name``."""
+    lib = _lib.get()
+    if lib is None:
+        return
+    try:
+        lib.mark(_encode(name))
+    except Exception:
+        _stats["errors"] += 1
+
+
+def flush_kernels():
+    """Delivers every GPU record the vendor API holds for us now (CUPTI's or rocprofiler-sdk's
+    buffers) into our trace."""
+    lib = _lib.get()
+    if lib is None:
+        return
+    try:
+        # struct roctx_utils_kernel_stats: struct_size first; 96 bytes in this version.
+        buf = (ctypes.c_uint64 * 12)()
+        buf[0] = ctypes.sizeof(buf)
+        lib.kernel_stats_get(ctypes.addressof(buf))
+    except Exception:
+        _stats["errors"] += 1
+
+
+def handover_kernels():
+    """Call right before another profiler in this process takes CUPTI (one per process): every
+    record CUPTI holds for us is delivered now, ours steps back, and we leave CUPTI alone until
+    ``reclaim_kernels()``. ``roctx_utils.jax`` and ``roctx_utils.torch`` call both around
+    ``jax.profiler`` and ``torch.profiler``. Returns True when CUPTI was ours to hand over
+    (False on ROCm, where every tool has its own rocprofiler-sdk context)."""
+    lib = _lib.get()
+    if lib is None:
+        return False
+    try:
+        return lib.kernels_handover() == 0
+    except Exception:
+        _stats["errors"] += 1
+        return False
+
+
+def reclaim_kernels():
+    """Call when the profiler ``handover_kernels()`` made way for has stopped: CUPTI is ours
+    again as soon as nobody traces (now, or at that profiler's finalize). Returns True when GPU
+    work is traced by us again now."""
+    lib = _lib.get()
+    if lib is None:
+        return False
+    try:
+        return lib.kernels_reclaim() == 0
+    except Exception:
+        _stats["errors"] += 1
+        return False
+
+
+class _Range:
+    """One pushed range: popped at most once, and only on the thread that pushed it (roctx
+    ranges are a per-thread stack; a pop from another thread would close that thread's range)."""
+
+    __slots__ = ("_lib", "_thread", "_open")
+
+    def __init__(self, label):
+        self._lib = _lib.get()
+        self._thread = threading.get_ident()
+        self._open = False
+        if self._lib is not None:
+            try:
+                self._lib.range_push(label)
+                self._open = True
+            except Exception:
+                _stats["errors"] += 1
+
+    def stop(self):
+        if not self._open:
+            return
+        if threading.get_ident() != self._thread:
+            # Garbage collection on another thread: a pop here would corrupt that thread's
+            # stack, so the range stays open until its thread ends (counted, said once).
+            self._open = False
+            _wrong_thread()
+            return
+        self._open = False
+        try:
+            self._lib.range_pop()
+        except Exception:
+            _stats["errors"] += 1
+
+
+def _stepped(label, step):
+    """Runs ``step()`` (one resumption of a generator or coroutine) inside a range."""
+    r = _Range(label)
+    try:
+        return step()
+    finally:
+        r.stop()
+
+
+class _SteppedAwaitable:
+    """Drives an awaitable step by step, each step inside a range: a suspended coroutine must
+    not hold a range open while its thread runs other tasks."""
+
+    __slots__ = ("_label", "_awaitable")
+
+    def __init__(self, label, awaitable):
+        self._label = label
+        self._awaitable = awaitable
+
+    def __await__(self):
+        it = self._awaitable.__await__()
+        send, value, error = True, None, None
+        while True:
+            try:
+                if error is not None:
+                    err, error = error, None
+                    yielded = _stepped(self._label, lambda: it.throw(err))
+                else:
+                    v = value
+                    yielded = _stepped(self._label, lambda: it.send(v))
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value = yield yielded
+            except GeneratorExit:
+                it.close()
+                raise
+            except BaseException as e:  # thrown into us: pass it on inside a range
+                error = e
+                value = None
+
+
+class _SteppedAsyncGenerator:
+    """An async generator whose every step runs inside a range."""
+
+    def __init__(self, label, agen):
+        self._label = label
+        self._agen = agen
+
+    def __aiter__(self):
+        return self
+
+    def __anext__(self):
+        return _SteppedAwaitable(self._label, self._agen.__anext__())
+
+    def asend(self, value):
+        return _SteppedAwaitable(self._label, self._agen.asend(value))
+
+    def athrow(self, *args):
+        return _SteppedAwaitable(self._label, self._agen.athrow(*args))
+
+    def aclose(self):
+        return _SteppedAwaitable(self._label, self._agen.aclose())
+
+
+class annotate:
+    """A ROCTX range named ``name`` on the calling thread.
+
+    As a context manager it covers the block; an exception inside still pops it, and the
+    exception propagates unchanged. As a decorator (``@annotate("n")``, ``@annotate()`` or
+    ``@annotate`` use the function's qualified name) it covers each call; for a generator,
+    coroutine or async generator it covers each resumption (a suspended one holds no range
+    open, so the thread's other work never nests inside it). Never raises into your code.
+    """
+
+    __slots__ = ("_name", "_label", "_ranges")
+
+    def __new__(cls, name=None):
+        if callable(name) and not isinstance(name, str):  # bare @annotate
+            return cls(None)(name)
+        return super().__new__(cls)
+
+    def __init__(self, name=None):
+        self._name = name
+        self._label = None if name is None else _encode(name)
+        # Per thread: one object may be entered on several threads, and nested on each. An
+        # entry is whether that `with` pushed (no library: nothing to pop).
+        self._ranges = threading.local()
+
+    def __enter__(self):
+        local = self._ranges
+        try:
+            stack = local.stack
+        except AttributeError:
+            stack = local.stack = []
+        lib = _lib.get()
+        pushed = False
+        if lib is not None:
+            try:
+                lib.range_push(self._label if self._label is not None else b"annotate")
+                pushed = True
+            except Exception:
+                _stats["errors"] += 1
+        stack.append(pushed)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        stack = getattr(self._ranges, "stack", None)
+        if not stack:
+            # Exited on a thread that never entered it (a suspended frame resumed elsewhere):
+            # popping here would close this thread's innermost range.
+            _wrong_thread()
+            return False
+        if stack.pop():
+            try:
+                _lib.get().range_pop()
+            except Exception:
+                _stats["errors"] += 1
+        return False
+
+    def __call__(self, func):
+        label = self._label
+        if label is None:
+            label = _encode(getattr(func, "__qualname__", None) or getattr(func, "__name__", "function"))
+
+        if inspect.isasyncgenfunction(func):
+            @functools.wraps(func)
+            def agen_wrapper(*args, **kwargs):
+                return _SteppedAsyncGenerator(label, func(*args, **kwargs))
+            return agen_wrapper
+
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def coro_wrapper(*args, **kwargs):
+                return await _SteppedAwaitable(label, func(*args, **kwargs))
+            return coro_wrapper
+
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def gen_wrapper(*args, **kwargs):
+                gen = func(*args, **kwargs)
+                value, error = None, None
+                while True:
+                    try:
+                        if error is not None:
+                            err, error = error, None
+                            yielded = _stepped(label, lambda: gen.throw(err))
+                        else:
+                            v = value
+                            yielded = _stepped(label, lambda: gen.send(v))
+                    except StopIteration as stop:
+                        return stop.value
+                    try:
+                        value = yield yielded
+                    except GeneratorExit:
+                        _stepped(label, gen.close)
+                        raise
+                    except BaseException as e:
+                        error, value = e, None
+            return gen_wrapper
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            r = _Range(label)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                r.stop()
+        return wrapper
+

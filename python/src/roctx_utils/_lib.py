@@ -1,0 +1,191 @@
+"""Finding and binding the native library: ctypes over the C API of ``roctx_utils.h``.
+
+Search order (the first that exports the whole API wins):
+
+1. a copy already in the process, looked up with ``RTLD_NOLOAD`` so that we share its state:
+   the NVTX injection (``NVTX_INJECTION64_PATH``), a rocprofiler-sdk tool in
+   ``ROCP_TOOL_LIBRARIES``, any ``libroctx_utils*.so`` mapped in ``/proc/self/maps``, or the main
+   program itself (a host that links roctx_utils and exports its C API);
+2. ``ROCTX_UTILS_LIBRARY=<path>``: a shared library that exports the C API
+   (``libroctx_utils_nvtx.so`` does);
+3. the NVTX injection library, loaded by path: NVTX loads the same file later, and the loader
+   hands both of us one copy. The library then knows it is an NVIDIA process from this first
+   call (it compares ``NVTX_INJECTION64_PATH`` with itself) and starts CUPTI.
+
+Nothing found, or a library without the API, gives one warning and leaves every annotation a
+no-op. Nothing here ever raises into the caller's code.
+"""
+
+import ctypes
+import os
+import sys
+import threading
+
+# Every function this package calls. A library that lacks one is from another version.
+REQUIRED = (
+    "roctx_utils_range_push",
+    "roctx_utils_range_pop",
+    "roctx_utils_mark",
+    "roctx_utils_kernel_stats_get",
+    "roctx_utils_kernels_handover",
+    "roctx_utils_kernels_reclaim",
+)
+
+RTLD_NOLOAD = getattr(os, "RTLD_NOLOAD", 4)
+RTLD_LAZY = getattr(os, "RTLD_LAZY", 1)
+
+
+class Library:
+    """The bound C API and where it came from."""
+
+    def __init__(self, cdll, origin):
+        self.origin = origin
+        # Ranges and marks through a PyDLL view of the same handle: ctypes keeps the GIL across
+        # these calls instead of releasing and re-taking it around each one, which with many
+        # Python threads costs far more than the call (measured: BENCHMARKS.md). They never
+        # block for long and never call back into Python. The flush goes through the plain
+        # CDLL, which releases the GIL: it waits for the vendor's buffers.
+        fast = ctypes.PyDLL(cdll._name, handle=cdll._handle)
+        self.range_push = fast.roctx_utils_range_push
+        self.range_push.argtypes = [ctypes.c_char_p]
+        self.range_push.restype = None
+        self.range_pop = fast.roctx_utils_range_pop
+        self.range_pop.argtypes = []
+        self.range_pop.restype = None
+        self.mark = fast.roctx_utils_mark
+        self.mark.argtypes = [ctypes.c_char_p]
+        self.mark.restype = None
+        self.kernel_stats_get = cdll.roctx_utils_kernel_stats_get
+        self.kernel_stats_get.argtypes = [ctypes.c_void_p]
+        self.kernel_stats_get.restype = ctypes.c_int
+        self.kernels_handover = cdll.roctx_utils_kernels_handover
+        self.kernels_handover.argtypes = []
+        self.kernels_handover.restype = ctypes.c_int
+        self.kernels_reclaim = cdll.roctx_utils_kernels_reclaim
+        self.kernels_reclaim.argtypes = []
+        self.kernels_reclaim.restype = ctypes.c_int
+        self._cdll = cdll  # keeps the handle (and the library) alive
+        self._fast = fast
+
+
+def _exports_api(cdll):
+    missing = [name for name in REQUIRED if not hasattr(cdll, name)]
+    return missing
+
+
+def _split_paths(value):
+    # ROCP_TOOL_LIBRARIES: rocprofiler-register splits on ':' (and the SDK on ',' too).
+    out = []
+    for chunk in (value or "").replace(",", ":").split(":"):
+        chunk = chunk.strip()
+        if chunk:
+            out.append(chunk)
+    return out
+
+
+def _mapped_candidates():
+    try:
+        with open("/proc/self/maps", "r", encoding="utf-8", errors="replace") as maps:
+            lines = maps.readlines()
+    except OSError:
+        return []
+    seen = []
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) == 6:
+            path = parts[5].strip()
+            if os.path.basename(path).startswith("libroctx_utils") and path not in seen:
+                seen.append(path)
+    return seen
+
+
+def _try(path, mode, origin, notes):
+    try:
+        cdll = ctypes.CDLL(path, mode=mode)
+    except OSError as e:
+        if not mode & RTLD_NOLOAD:
+            notes.append("%s (%s): %s" % (path, origin, e))
+        return None
+    missing = _exports_api(cdll)
+    if missing:
+        notes.append("%s (%s) does not export %s: a roctx_utils of another version, or not roctx_utils"
+                      % (path, origin, ", ".join(missing)))
+        return None
+    return Library(cdll, "%s (%s)" % (path, origin))
+
+
+def find(environ=None):
+    """Returns (Library or None, [notes on what was tried])."""
+    env = os.environ if environ is None else environ
+    notes = []
+    injection = env.get("NVTX_INJECTION64_PATH", "").strip()
+    in_process = []
+    if injection:
+        in_process.append((injection, "the NVTX injection, already loaded"))
+    for path in _split_paths(env.get("ROCP_TOOL_LIBRARIES")):
+        in_process.append((path, "a rocprofiler-sdk tool, already loaded"))
+    for path in _mapped_candidates():
+        in_process.append((path, "already mapped in this process"))
+    for path, origin in in_process:
+        lib = _try(path, RTLD_LAZY | RTLD_NOLOAD, origin, notes)
+        if lib:
+            return lib, notes
+    try:
+        main = ctypes.CDLL(None)
+        if not _exports_api(main):
+            return Library(main, "the main program (a host that links roctx_utils)"), notes
+    except OSError:
+        pass
+    explicit = env.get("ROCTX_UTILS_LIBRARY", "").strip()
+    if explicit:
+        lib = _try(explicit, RTLD_LAZY, "ROCTX_UTILS_LIBRARY", notes)
+        if lib:
+            return lib, notes
+    if injection:
+        lib = _try(injection, RTLD_LAZY, "NVTX_INJECTION64_PATH, loaded here first", notes)
+        if lib:
+            return lib, notes
+    if not explicit and not injection:
+        notes.append("no roctx_utils library is loaded in this process, and neither "
+                     "ROCTX_UTILS_LIBRARY nor NVTX_INJECTION64_PATH names one")
+    return None, notes
+
+
+_lock = threading.Lock()
+_state = {"done": False, "lib": None}
+
+
+def get():
+    """The process's Library, found once (None when there is none: annotations are no-ops)."""
+    if _state["done"]:
+        return _state["lib"]
+    with _lock:
+        if not _state["done"]:
+            try:
+                lib, notes = find()
+            except Exception as e:  # never into the caller's code
+                lib, notes = None, ["the search failed: %r" % (e,)]
+            if lib is None:
+                warn("annotations are off: " + "; ".join(notes) +
+                     ". Set ROCTX_UTILS_LIBRARY to the path of libroctx_utils_nvtx.so "
+                     "(or run under its NVTX injection).")
+            _state["lib"] = lib
+            _state["done"] = True
+    return _state["lib"]
+
+
+def warn(message):
+    """One line on stderr, unless ROCTX_UTILS_LOG turns the library's messages off."""
+    level = os.environ.get("ROCTX_UTILS_LOG", "").strip().lower()
+    if level in ("off", "quiet", "0", "false", "no"):
+        return
+    try:
+        sys.stderr.write("roctx_utils (python): warning: %s\n" % message)
+    except Exception:
+        pass
+
+
+def reset_for_tests():
+    with _lock:
+        _state["done"] = False
+        _state["lib"] = None

@@ -1,0 +1,430 @@
+"""Unit tests of the roctx_utils Python package against the real native library.
+
+Run: ROCTX_UTILS_TEST_LIBRARY=<path of libroctx_utils_nvtx.so> python test_roctx_utils.py
+(tests/test.sh does, in the xprof virtualenv with jax[cpu]). Ends with `N passed, M failed`.
+
+What a range looks like is read back through the library's own C API (an in-process session
+and its snapshot), so each test sees exactly which ranges were recorded, nested how, on which
+thread; scripts/test.sh checks the same through XProf's reader with annotated_script.py.
+"""
+
+import asyncio
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import unittest
+
+LIBRARY = os.environ.get("ROCTX_UTILS_TEST_LIBRARY", "")
+os.environ["ROCTX_UTILS_LIBRARY"] = LIBRARY
+os.environ.pop("ROCTX_UTILS_XSPACE_OUT", None)
+os.environ.pop("NVTX_INJECTION64_PATH", None)
+
+import roctx_utils  # noqa: E402
+import roctx_utils.jax as rjax  # noqa: E402
+from roctx_utils import _lib  # noqa: E402
+
+
+class SessionOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint64), ("mode", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("max_events_per_thread", ctypes.c_uint64), ("max_label_bytes_per_thread", ctypes.c_uint64)]
+
+
+class Event(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint64), ("kind", ctypes.c_uint32), ("depth", ctypes.c_uint32),
+                ("tid", ctypes.c_uint64), ("end_tid", ctypes.c_uint64), ("start_ns", ctypes.c_uint64),
+                ("end_ns", ctypes.c_uint64), ("label", ctypes.c_void_p), ("label_len", ctypes.c_size_t)]
+
+
+assert ctypes.sizeof(SessionOptions) == 32 and ctypes.sizeof(Event) == 64
+
+RANGE, MARK = 0, 1
+IN_PROCESS = 3
+
+
+class Session:
+    """An in-process capture session of the library the package bound."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL(LIBRARY)
+        self.lib.roctx_utils_session_stop.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.roctx_utils_snapshot_event_count.argtypes = [ctypes.c_void_p]
+        self.lib.roctx_utils_snapshot_event_count.restype = ctypes.c_size_t
+        self.lib.roctx_utils_snapshot_event.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(Event)]
+        self.lib.roctx_utils_snapshot_free.argtypes = [ctypes.c_void_p]
+
+    def __enter__(self):
+        options = SessionOptions(struct_size=32, mode=IN_PROCESS)
+        assert self.lib.roctx_utils_session_start(ctypes.byref(options)) == 0
+        self.events = []
+        return self
+
+    def __exit__(self, *exc):
+        snapshot = ctypes.c_void_p()
+        assert self.lib.roctx_utils_session_stop(ctypes.byref(snapshot)) == 0
+        for i in range(self.lib.roctx_utils_snapshot_event_count(snapshot)):
+            e = Event(struct_size=64)
+            assert self.lib.roctx_utils_snapshot_event(snapshot, i, ctypes.byref(e)) == 0
+            label = ctypes.string_at(e.label, e.label_len).decode("utf-8", "replace")
+            self.events.append((e.kind, e.depth, e.tid, e.start_ns, e.end_ns, label))
+        self.lib.roctx_utils_snapshot_free(snapshot)
+        return False
+
+    def ranges(self):
+        """(label, depth) in start order, ranges only."""
+        return [(e[5], e[1]) for e in sorted(self.events, key=lambda e: e[3]) if e[0] == RANGE]
+
+
+def run_python(code, env_extra=None, env_drop=()):
+    env = dict(os.environ)
+    for k in env_drop:
+        env.pop(k, None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+class Annotate(unittest.TestCase):
+    def test_context_manager_nests_and_pops(self):
+        with Session() as s:
+            with roctx_utils.annotate("outer"):
+                with roctx_utils.annotate("inner"):
+                    pass
+            roctx_utils.mark("m")
+        self.assertEqual(s.ranges(), [("outer", 0), ("inner", 1)])
+        self.assertEqual([e[5] for e in s.events if e[0] == MARK], ["m"])
+
+    def test_an_exception_still_pops_and_propagates_unchanged(self):
+        error = ValueError("mine")
+        with Session() as s:
+            with self.assertRaises(ValueError) as caught:
+                with roctx_utils.annotate("raises"):
+                    raise error
+            with roctx_utils.annotate("after"):
+                pass
+        self.assertIs(caught.exception, error)
+        self.assertEqual(s.ranges(), [("raises", 0), ("after", 0)])
+
+    def test_decorator_keeps_the_function_and_its_name(self):
+        @roctx_utils.annotate
+        def plain(a, b=2):
+            """doc"""
+            return a + b
+
+        @roctx_utils.annotate("named")
+        def other():
+            raise KeyError("k")
+
+        with Session() as s:
+            self.assertEqual(plain(1), 3)
+            self.assertRaises(KeyError, other)
+        self.assertEqual(plain.__name__, "plain")
+        self.assertEqual(plain.__doc__, "doc")
+        labels = [l for l, _ in s.ranges()]
+        self.assertEqual(labels, [plain.__qualname__, "named"])
+
+    def test_one_object_reused_and_nested_on_two_threads(self):
+        a = roctx_utils.annotate("shared")
+        seen = []
+
+        def body():
+            with a:
+                with a:
+                    seen.append(threading.get_ident())
+
+        with Session() as s:
+            threads = [threading.Thread(target=body) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        tids = {e[2] for e in s.events}
+        self.assertEqual(len(tids), 2)
+        for tid in tids:
+            mine = sorted((e for e in s.events if e[2] == tid), key=lambda e: e[3])
+            self.assertEqual([(e[5], e[1]) for e in mine], [("shared", 0), ("shared", 1)])
+
+    def test_generator_each_resumption_is_a_range_and_protocol_is_kept(self):
+        @roctx_utils.annotate("gen")
+        def echo():
+            got = yield 1
+            try:
+                yield got * 10
+            except KeyError:
+                yield "caught"
+            return "finished"
+
+        with Session() as s:
+            g = echo()
+            self.assertEqual(next(g), 1)
+            with roctx_utils.annotate("between"):  # the suspended generator holds no range
+                pass
+            self.assertEqual(g.send(4), 40)
+            self.assertEqual(g.throw(KeyError("x")), "caught")
+            with self.assertRaises(StopIteration) as stop:
+                next(g)
+            self.assertEqual(stop.exception.value, "finished")
+        self.assertEqual(s.ranges(), [("gen", 0), ("between", 0), ("gen", 0), ("gen", 0), ("gen", 0)])
+
+    def test_closing_a_generator_early_pops(self):
+        @roctx_utils.annotate("gen")
+        def forever():
+            while True:
+                yield 0
+
+        with Session() as s:
+            g = forever()
+            next(g)
+            g.close()
+            with roctx_utils.annotate("after"):
+                pass
+        self.assertEqual([d for l, d in s.ranges() if l == "after"], [0])
+
+    def test_coroutines_interleaved_on_one_thread_never_nest(self):
+        @roctx_utils.annotate("task")
+        async def task(n):
+            for _ in range(n):
+                await asyncio.sleep(0)
+            return n
+
+        async def main():
+            return await asyncio.gather(task(2), task(3))
+
+        with Session() as s:
+            self.assertEqual(asyncio.run(main()), [2, 3])
+        ranges = s.ranges()
+        self.assertEqual({l for l, _ in ranges}, {"task"})
+        self.assertEqual({d for _, d in ranges}, {0})  # never one inside the other
+        self.assertEqual(len(ranges), 3 + 4)  # a range per resumption
+
+    def test_async_generator(self):
+        @roctx_utils.annotate("agen")
+        async def numbers():
+            for i in range(2):
+                await asyncio.sleep(0)
+                yield i
+
+        async def main():
+            return [i async for i in numbers()]
+
+        with Session() as s:
+            self.assertEqual(asyncio.run(main()), [0, 1])
+        self.assertTrue(s.ranges())
+        self.assertEqual({d for _, d in s.ranges()}, {0})
+
+    def test_a_stop_on_another_thread_is_counted_not_popped(self):
+        before = roctx_utils.stats()["wrong_thread_stops"]
+        with Session() as s:
+            r = roctx_utils._Range(b"opened_here")
+            t = threading.Thread(target=r.stop)
+            t.start()
+            t.join()
+            r.stop()  # already handled: nothing more
+        self.assertEqual(roctx_utils.stats()["wrong_thread_stops"], before + 1)
+        # never popped on its thread: still open when the session stopped, so not recorded as
+        # closed (the session counts it open); nothing else was popped in its place
+        self.assertNotIn(("opened_here", 0), s.ranges())
+        roctx_utils._lib.get().range_pop()  # rebalance this thread for the next tests
+
+    def test_hostile_names_never_raise(self):
+        class Bad:
+            def __str__(self):
+                raise RuntimeError("no")
+
+        with Session() as s:
+            with roctx_utils.annotate(Bad()):
+                pass
+            with roctx_utils.annotate("a\0b"):
+                pass
+            with roctx_utils.annotate("x" * (1 << 20)):
+                pass
+            with roctx_utils.annotate(42):
+                pass
+            roctx_utils.mark(Bad())
+        labels = [l for l, _ in s.ranges()]
+        self.assertEqual(labels[0], "<unprintable annotation name>")
+        self.assertEqual(labels[1], "a\\0b")
+        self.assertLessEqual(len(labels[2]), 1 << 20)
+        self.assertEqual(labels[3], "42")
+
+
+class JaxLabels(unittest.TestCase):
+    def test_labels(self):
+        self.assertEqual(rjax.label("x", {}), b"x")
+        self.assertEqual(rjax.label("train", {"_r": 1, "step_num": 3}), b"train 3")
+        self.assertEqual(rjax.label("t", {"batch": 4, "flag": True, "off": False}), b"t#batch=4,flag=1,off=0#")
+
+
+class JaxInstall(unittest.TestCase):
+    def test_install_hooks_and_keeps_traceme(self):
+        import jax
+        self.assertTrue(rjax.install())
+        self.assertTrue(rjax.install())  # harmless twice
+        cls = jax.profiler.TraceAnnotation
+        self.assertTrue(issubclass(jax.profiler.StepTraceAnnotation, cls))
+        with Session() as s:
+            with jax.profiler.TraceAnnotation("user", k=1) as t:
+                self.assertIsInstance(t, cls)
+            with jax.profiler.StepTraceAnnotation("train", step_num=7):
+                jax.profiler.annotate_function(lambda: None, name="fn")()
+            t = jax.profiler.TraceAnnotation("no_with")
+            del t
+            t2 = jax.profiler.TraceAnnotation("exit_then_gc")
+            t2.__exit__(None, None, None)
+            del t2
+            with jax.profiler.TraceAnnotation("after"):
+                pass
+        self.assertEqual(s.ranges(), [("user#k=1#", 0), ("train 7", 0), ("fn", 1), ("no_with", 0),
+                                      ("exit_then_gc", 0), ("after", 0)])
+
+    def test_start_and_stop_trace_hand_cupti_over_and_back(self):
+        import tempfile
+        import jax
+        import jax._src.profiler as sp
+        rjax.install()
+        self.assertTrue(getattr(sp.start_trace, "__roctx_utils_hooked__", False))
+        self.assertIs(jax.profiler.start_trace, sp.start_trace)
+        self.assertIs(jax.profiler.stop_trace, sp.stop_trace)
+        calls = []
+        saved = roctx_utils.handover_kernels, roctx_utils.reclaim_kernels
+        roctx_utils.handover_kernels = lambda: calls.append("handover")
+        roctx_utils.reclaim_kernels = lambda: calls.append("reclaim")
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                with jax.profiler.trace(d):  # the real XLA profiler, CPU only here
+                    calls.append("traced")
+        finally:
+            roctx_utils.handover_kernels, roctx_utils.reclaim_kernels = saved
+        self.assertEqual(calls, ["handover", "traced", "reclaim"])
+
+
+FAKE_TORCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torch")
+
+
+class TorchHook(unittest.TestCase):
+    """roctx_utils.torch against a stand-in with torch 2.11's profiler shape (fake_torch/)."""
+
+    def test_flush_before_kineto_takes_cupti_and_reclaim_after_it_stops(self):
+        r = run_python("""
+            import roctx_utils, roctx_utils.torch
+            import torch.autograd.profiler as ap
+            roctx_utils.handover_kernels = lambda: ap.log.append("handover")
+            roctx_utils.reclaim_kernels = lambda: ap.log.append("reclaim") or True
+            assert roctx_utils.torch.install() is True
+            assert roctx_utils.torch.install() is True  # harmless twice
+            with ap.profile(["ProfilerActivity.CPU", "ProfilerActivity.CUDA"]):
+                ap.log.append("inside")
+            try:
+                with ap.profile(["ProfilerActivity.CUDA"]):
+                    raise KeyError("in the block")
+            except KeyError:
+                ap.log.append("raised")
+            with ap.profile(["ProfilerActivity.CPU"]):  # no CUDA: Kineto leaves CUPTI alone
+                ap.log.append("cpu only")
+            print(ap.log)
+        """, {"PYTHONPATH": FAKE_TORCH})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), str([
+            "handover", "prepare", "start", "inside", "exit", "reclaim",
+            "handover", "prepare", "start", "exit", "reclaim", "raised",
+            "prepare", "start", "cpu only", "exit"]))
+
+    def test_zero_code_hooks_torch_at_import(self):
+        r = run_python("""
+            import torch
+            print(bool(torch.autograd.profiler.profile.__dict__.get("__roctx_utils_hooked__")))
+        """, {"PYTHONPATH": FAKE_TORCH, "ROCTX_UTILS_PYTHON_HOOKS": "1"})
+        self.assertEqual(r.stdout.strip(), "True", r.stderr)
+
+    def test_reclaim_without_cupti_says_not_traced(self):
+        self.assertFalse(roctx_utils.reclaim_kernels())  # CPU only: kernels are not CUPTI's
+
+
+class Discovery(unittest.TestCase):
+    def test_no_library_is_one_warning_and_no_ops(self):
+        r = run_python("""
+            import roctx_utils, roctx_utils.jax
+            with roctx_utils.annotate("a"):
+                roctx_utils.mark("m")
+            with roctx_utils.annotate("b"):
+                pass
+            roctx_utils.flush_kernels()
+            assert roctx_utils.library() is None
+            assert roctx_utils.jax.install() is False
+            print("ok")
+        """, env_drop=("ROCTX_UTILS_LIBRARY",))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok", r.stdout)
+        self.assertEqual(r.stderr.count("roctx_utils (python): warning"), 1, r.stderr)
+        self.assertIn("ROCTX_UTILS_LIBRARY", r.stderr)
+
+    def test_a_missing_path_says_so(self):
+        r = run_python("import roctx_utils; roctx_utils.mark('m'); print(roctx_utils.library())",
+                       {"ROCTX_UTILS_LIBRARY": "/nonexistent/libroctx_utils_nvtx.so"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("/nonexistent/libroctx_utils_nvtx.so", r.stderr)
+        self.assertEqual(r.stdout.strip(), "None")
+
+    def test_a_library_without_the_api_is_refused(self):
+        r = run_python("import roctx_utils; roctx_utils.mark('m'); print(roctx_utils.library())",
+                       {"ROCTX_UTILS_LIBRARY": "libc.so.6"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("does not export roctx_utils_range_push", r.stderr)
+        self.assertEqual(r.stdout.strip(), "None")
+
+    def test_the_copy_already_in_the_process_comes_first(self):
+        r = run_python("""
+            import ctypes, os, sys
+            ctypes.CDLL(sys.argv[0] if False else os.environ["LIB"])
+            import roctx_utils
+            print(roctx_utils.library())
+        """, {"LIB": LIBRARY, "ROCTX_UTILS_LIBRARY": "/nonexistent/other.so"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("already mapped in this process", r.stdout)
+        self.assertNotIn("warning", r.stderr)
+
+    def test_the_nvtx_injection_is_used_and_shared(self):
+        loaded = run_python("""
+            import ctypes, os
+            ctypes.CDLL(os.environ["NVTX_INJECTION64_PATH"])
+            import roctx_utils
+            print(roctx_utils.library())
+        """, {"NVTX_INJECTION64_PATH": LIBRARY}, env_drop=("ROCTX_UTILS_LIBRARY",))
+        self.assertIn("the NVTX injection, already loaded", loaded.stdout, loaded.stderr)
+        first = run_python("import roctx_utils; print(roctx_utils.library())",
+                           {"NVTX_INJECTION64_PATH": LIBRARY}, env_drop=("ROCTX_UTILS_LIBRARY",))
+        self.assertIn("NVTX_INJECTION64_PATH, loaded here first", first.stdout, first.stderr)
+
+    def test_hooks_variable(self):
+        code = """
+            import jax
+            print(bool(jax.profiler.TraceAnnotation.__dict__.get("__roctx_utils_hooked__")))
+        """
+        on = run_python(code, {"ROCTX_UTILS_PYTHON_HOOKS": "1"})
+        self.assertEqual(on.stdout.strip(), "True", on.stderr)
+        off = run_python(code, {"ROCTX_UTILS_PYTHON_HOOKS": "0"})
+        self.assertEqual((off.stdout.strip(), off.stderr), ("False", ""))
+        bad = run_python(code, {"ROCTX_UTILS_PYTHON_HOOKS": "maybe"})
+        self.assertEqual(bad.stdout.strip(), "False", bad.stderr)
+        self.assertIn("ROCTX_UTILS_PYTHON_HOOKS='maybe' is not 1 or 0", bad.stderr)
+
+    def test_install_without_jax_says_so(self):
+        r = run_python("""
+            import sys
+            sys.modules["jax"] = None  # as if jax were not installed
+            import roctx_utils.jax
+            print(roctx_utils.jax.install())
+        """)
+        self.assertEqual(r.stdout.strip(), "False", r.stderr)
+        self.assertIn("jax is not importable", r.stderr)
+
+
+if __name__ == "__main__":
+    if not LIBRARY:
+        sys.exit("set ROCTX_UTILS_TEST_LIBRARY to the path of libroctx_utils_nvtx.so")
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print("python package: %d passed, %d failed" % (result.testsRun - failed, failed))
+    sys.exit(1 if failed else 0)
