@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -603,6 +604,72 @@ TEST_F(NvtxInjection, CuptiCopiesSetsAndGraphNodesAreGpuEventsUnderTheRangeOpenA
 // finalize): what we had before it came is ours; what it saw is counted, not lost silently;
 // after its finalize we trace again by ourselves, and we never subscribed (which would have
 // made its cuptiSubscribe fail).
+// CUPTI as another profiler in the process calls it (the fake's own entry points), the fake's
+// test hooks, and our C calls around a hand-over: bound once for the tests below.
+struct Cupti {
+  using Requested = void (*)(uint8_t**, size_t*, size_t*);
+  using Completed = void (*)(void*, uint32_t, uint8_t*, size_t, size_t);
+  uint32_t (*launch)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t) = nullptr;
+  int (*subscribe)(void**, void*, void*) = nullptr;
+  int (*enable_domain)(uint32_t, void*, int) = nullptr;
+  int (*unsubscribe)(void*) = nullptr;
+  int (*register_callbacks)(Requested, Completed) = nullptr;
+  int (*register_clock)(uint64_t (*)()) = nullptr;
+  int (*enable)(int) = nullptr;
+  int (*disable)(int) = nullptr;
+  int (*flush_all)(uint32_t) = nullptr;
+  int (*finalize)() = nullptr;
+  int (*enabled)(int) = nullptr;
+  int (*subscribes)() = nullptr;
+  void (*restart)() = nullptr;
+  int (*stats_get)(roctx_utils_kernel_stats*) = nullptr;
+  int (*handover)() = nullptr;
+  int (*reclaim)() = nullptr;
+  bool ok = false;
+};
+
+Cupti BindCupti() {
+  Cupti c;
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  if (cupti == nullptr) return c;
+  auto bind = [](void* lib, const char* name, auto* out) {
+    *out = reinterpret_cast<std::remove_pointer_t<decltype(out)>>(dlsym(lib, name));
+    return *out != nullptr;
+  };
+  c.ok = bind(cupti, "fake_cupti_launch", &c.launch) && bind(cupti, "cuptiSubscribe", &c.subscribe) &&
+         bind(cupti, "cuptiEnableDomain", &c.enable_domain) && bind(cupti, "cuptiUnsubscribe", &c.unsubscribe) &&
+         bind(cupti, "cuptiActivityRegisterCallbacks", &c.register_callbacks) &&
+         bind(cupti, "cuptiActivityRegisterTimestampCallback", &c.register_clock) &&
+         bind(cupti, "cuptiActivityEnable", &c.enable) && bind(cupti, "cuptiActivityDisable", &c.disable) &&
+         bind(cupti, "cuptiActivityFlushAll", &c.flush_all) && bind(cupti, "cuptiFinalize", &c.finalize) &&
+         bind(cupti, "fake_cupti_enabled", &c.enabled) && bind(cupti, "fake_cupti_subscribe_count", &c.subscribes) &&
+         bind(cupti, "fake_cupti_restart_correlation_ids", &c.restart) &&
+         bind(Library(), "roctx_utils_kernel_stats_get", &c.stats_get) &&
+         bind(Library(), "roctx_utils_kernels_handover", &c.handover) &&
+         bind(Library(), "roctx_utils_kernels_reclaim", &c.reclaim);
+  return c;
+}
+
+// The tests of sharing CUPTI with another profiler: XLA's client, the fake CUPTI as the other
+// profiler sees it, a session started.
+class CuptiSharing : public NvtxInjection {
+ protected:
+  void SetUp() override {
+    NvtxInjection::SetUp();
+    Client& c = Xla();
+    push = c.get<int (*)(const char*)>(c.core, kRangePushA);
+    pop = c.get<int (*)()>(c.core, kRangePop);
+    cu = BindCupti();
+    ASSERT_TRUE(cu.ok);
+    Start();
+    t0 = BoottimeNs();
+  }
+  Cupti cu;
+  int (*push)(const char*) = nullptr;
+  int (*pop)() = nullptr;
+  uint64_t t0 = 0;  // fake device times count from here
+};
+
 namespace xla_like {
 uint64_t g_records = 0;
 void Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -616,61 +683,38 @@ void Completed(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
 }
 }  // namespace xla_like
 
-TEST_F(NvtxInjection, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndWeResumeAfterItsFinalize) {
-  Client& c = Xla();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(cupti, nullptr);
-  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
-      dlsym(cupti, "fake_cupti_launch"));
-  auto subscribe = reinterpret_cast<int (*)(void**, void*, void*)>(dlsym(cupti, "cuptiSubscribe"));
-  auto enable_domain = reinterpret_cast<int (*)(uint32_t, void*, int)>(dlsym(cupti, "cuptiEnableDomain"));
-  auto unsubscribe = reinterpret_cast<int (*)(void*)>(dlsym(cupti, "cuptiUnsubscribe"));
-  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
-      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
-  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
-  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
-  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
-  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
-  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
-  auto subscribes = reinterpret_cast<int (*)()>(dlsym(cupti, "fake_cupti_subscribe_count"));
-  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
-  ASSERT_TRUE(launch && subscribe && enable_domain && unsubscribe && register_callbacks && enable && disable && flush_all &&
-              finalize && enabled && subscribes && stats_get);
-  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
-  auto pop = c.get<int (*)()>(c.core, kRangePop);
-  const int subscribes_before = subscribes();
-  Start();
+TEST_F(CuptiSharing, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndWeResumeAfterItsFinalize) {
+  const int subscribes_before = cu.subscribes();
   roctx_utils_kernel_stats before{sizeof(before)};
-  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
-  const uint64_t t0 = BoottimeNs();
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
   push("before_the_trace");
-  launch("kernel_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  cu.launch("kernel_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
   pop();
   usleep(300 * 1000);  // a few watch periods: delivered to us without any flush of ours
   push("at_the_takeover");
-  launch("kernel_at_takeover", t0 + 3000, t0 + 4000, 0, 7, 1, 32);  // still in CUPTI's buffer
+  cu.launch("kernel_at_takeover", t0 + 3000, t0 + 4000, 0, 7, 1, 32);  // still in CUPTI's buffer
   pop();
   // XLA's CuptiTracer::Enable ... Disable.
   void* subscriber = nullptr;
-  ASSERT_EQ(subscribe(&subscriber, nullptr, nullptr), 0) << "we never subscribed: XLA's subscribe succeeds";
-  EXPECT_EQ(enable_domain(1, subscriber, 2), 0);
-  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
-  for (int kind : {10, 1, 22, 2}) enable(kind);
-  for (int i = 0; i < 3; ++i) launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
-  for (int kind : {10, 1, 22, 2}) disable(kind);
-  EXPECT_EQ(flush_all(1), 0);
-  EXPECT_EQ(unsubscribe(subscriber), 0);
-  EXPECT_EQ(finalize(), 0);
+  ASSERT_EQ(cu.subscribe(&subscriber, nullptr, nullptr), 0) << "we never subscribed: XLA's subscribe succeeds";
+  EXPECT_EQ(cu.enable_domain(1, subscriber, 2), 0);
+  ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 22, 2}) cu.enable(kind);
+  for (int i = 0; i < 3; ++i) cu.launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 22, 2}) cu.disable(kind);
+  EXPECT_EQ(cu.flush_all(1), 0);
+  EXPECT_EQ(cu.unsubscribe(subscriber), 0);
+  EXPECT_EQ(cu.finalize(), 0);
   EXPECT_GE(xla_like::g_records, 1u) << "XLA got its trace";
   // Ours sets CUPTI up again by itself within a watch period or two.
-  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
-  EXPECT_EQ(enabled(10), 1) << "tracing resumed after the other profiler's finalize";
+  for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
+  EXPECT_EQ(cu.enabled(10), 1) << "tracing resumed after the other profiler's finalize";
   push("after_the_trace");
-  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  cu.launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
   pop();
   usleep(500);
   roctx_utils_kernel_stats after{sizeof(after)};
-  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
   const std::string json = StopAsChrome("takeover.json");
   ASSERT_FALSE(json.empty());
   EXPECT_EQ(Count(json, "\"name\":\"kernel_before\""), 1u) << "delivered before the takeover: ours\n" << json;
@@ -679,57 +723,37 @@ TEST_F(NvtxInjection, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndW
   EXPECT_EQ(Count(json, "kernel_in_xla_trace"), 0u) << json;
   // The call at the takeover and XLA's three went to XLA: counted by their correlation ids.
   EXPECT_EQ(after.not_seen - before.not_seen, 4u);
-  EXPECT_EQ(subscribes(), subscribes_before + 1) << "only XLA subscribed";
+  EXPECT_EQ(cu.subscribes(), subscribes_before + 1) << "only XLA subscribed";
 }
 
 // The same takeover, but the host hands CUPTI over first and says when it is done, as the
 // Python package does around jax.profiler.start_trace / stop_trace: nothing of ours is left in
 // CUPTI for XLA to take, only XLA's own three calls are missed, and we wait for its finalize.
-TEST_F(NvtxInjection, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler) {
-  Client& c = Xla();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(cupti, nullptr);
-  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
-      dlsym(cupti, "fake_cupti_launch"));
-  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
-      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
-  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
-  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
-  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
-  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
-  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
-  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
-  auto handover = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_handover"));
-  auto reclaim = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_reclaim"));
-  ASSERT_TRUE(launch && register_callbacks && enable && disable && flush_all && finalize && enabled && stats_get && handover && reclaim);
-  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
-  auto pop = c.get<int (*)()>(c.core, kRangePop);
-  Start();
-  const uint64_t t0 = BoottimeNs();
+TEST_F(CuptiSharing, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler) {
   push("right_before_the_trace");
-  launch("kernel_right_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);  // in CUPTI's buffer
+  cu.launch("kernel_right_before", t0 + 1000, t0 + 2000, 0, 7, 1, 32);  // in CUPTI's buffer
   pop();
   roctx_utils_kernel_stats before{sizeof(before)};
-  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
-  ASSERT_EQ(handover(), ROCTX_UTILS_OK);  // start_trace's hook
-  EXPECT_EQ(enabled(10), 0) << "our kinds are off while XLA traces";
-  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
-  for (int kind : {10, 1, 22, 2}) enable(kind);
-  for (int i = 0; i < 3; ++i) launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
-  for (int kind : {10, 1, 22, 2}) disable(kind);
-  EXPECT_EQ(flush_all(1), 0);
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.handover(), ROCTX_UTILS_OK);  // start_trace's hook
+  EXPECT_EQ(cu.enabled(10), 0) << "our kinds are off while XLA traces";
+  ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 22, 2}) cu.enable(kind);
+  for (int i = 0; i < 3; ++i) cu.launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 22, 2}) cu.disable(kind);
+  EXPECT_EQ(cu.flush_all(1), 0);
   // stop_trace's hook, before XLA's finalize: nobody traces, so CUPTI is ours at once; XLA's
   // finalize then takes it again, and the watch takes it back after that.
-  EXPECT_EQ(reclaim(), ROCTX_UTILS_OK);
-  EXPECT_EQ(enabled(10), 1);
-  EXPECT_EQ(finalize(), 0);
-  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
-  ASSERT_EQ(enabled(10), 1);
+  EXPECT_EQ(cu.reclaim(), ROCTX_UTILS_OK);
+  EXPECT_EQ(cu.enabled(10), 1);
+  EXPECT_EQ(cu.finalize(), 0);
+  for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(cu.enabled(10), 1);
   push("after_the_trace");
-  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  cu.launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
   pop();
   roctx_utils_kernel_stats after{sizeof(after)};
-  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
   const std::string json = StopAsChrome("flushed_takeover.json");
   EXPECT_EQ(Count(json, "\"name\":\"kernel_right_before\""), 1u) << "flushed to us before the takeover\n" << json;
   EXPECT_EQ(Count(json, "\"nvtx_range\":\"right_before_the_trace\""), 2u) << json;
@@ -742,45 +766,26 @@ TEST_F(NvtxInjection, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler)
 // before it (roctx_utils_kernels_handover: our kinds off, the watch waiting) and says when it is
 // done (roctx_utils_kernels_reclaim, after torch.profiler); we trace again. The correlation ids
 // went on, so the calls Kineto saw are counted.
-TEST_F(NvtxInjection, AProfilerThatStopsWithoutFinalizeIsReclaimedWhenTheHostSaysSo) {
-  Client& c = Xla();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(cupti, nullptr);
-  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
-      dlsym(cupti, "fake_cupti_launch"));
-  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
-      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
-  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
-  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
-  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
-  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
-  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
-  auto handover = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_handover"));
-  auto reclaim = reinterpret_cast<int (*)()>(dlsym(Library(), "roctx_utils_kernels_reclaim"));
-  ASSERT_TRUE(launch && register_callbacks && enable && disable && flush_all && enabled && stats_get && handover && reclaim);
-  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
-  auto pop = c.get<int (*)()>(c.core, kRangePop);
-  Start();
-  const uint64_t t0 = BoottimeNs();
+TEST_F(CuptiSharing, AProfilerThatStopsWithoutFinalizeIsReclaimedWhenTheHostSaysSo) {
   roctx_utils_kernel_stats before{sizeof(before)};
-  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
-  ASSERT_EQ(handover(), ROCTX_UTILS_OK);  // torch.profiler's prepare hook
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.handover(), ROCTX_UTILS_OK);  // torch.profiler's prepare hook
   // Kineto's prepare/start ... stop: its callbacks, its kinds, then disabled; no finalize.
-  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
-  for (int kind : {10, 1, 2}) enable(kind);
-  launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
-  launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
-  for (int kind : {10, 1, 2}) disable(kind);
-  EXPECT_EQ(flush_all(1), 0);
+  ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 1, 2}) cu.enable(kind);
+  cu.launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  cu.launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
+  for (int kind : {10, 1, 2}) cu.disable(kind);
+  EXPECT_EQ(cu.flush_all(1), 0);
   usleep(50 * 1000);  // ten watch periods: handed over, so the watch waits
-  EXPECT_EQ(enabled(10), 0) << "the watch does not take CUPTI back before the host says so";
-  EXPECT_EQ(reclaim(), ROCTX_UTILS_OK);
-  EXPECT_EQ(enabled(10), 1) << "traced again once the host said so";
+  EXPECT_EQ(cu.enabled(10), 0) << "the watch does not take CUPTI back before the host says so";
+  EXPECT_EQ(cu.reclaim(), ROCTX_UTILS_OK);
+  EXPECT_EQ(cu.enabled(10), 1) << "traced again once the host said so";
   push("after_torch_profiler");
-  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  cu.launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
   pop();
   roctx_utils_kernel_stats after{sizeof(after)};
-  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
   const std::string json = StopAsChrome("reclaimed.json");
   EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << json;
   EXPECT_EQ(Count(json, "\"nvtx_range\":\"after_torch_profiler\""), 2u) << json;
@@ -801,47 +806,29 @@ uint64_t Clock() {
 }
 }  // namespace kineto_like
 
-TEST_F(NvtxInjection, AProfilerWithItsOwnClockIsNeverRobbedAndWeResumeWhenItsKindsAreOff) {
-  Client& c = Xla();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(cupti, nullptr);
-  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
-      dlsym(cupti, "fake_cupti_launch"));
-  auto register_callbacks = reinterpret_cast<int (*)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t))>(
-      dlsym(cupti, "cuptiActivityRegisterCallbacks"));
-  auto register_clock = reinterpret_cast<int (*)(uint64_t (*)())>(dlsym(cupti, "cuptiActivityRegisterTimestampCallback"));
-  auto enable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityEnable"));
-  auto disable = reinterpret_cast<int (*)(int)>(dlsym(cupti, "cuptiActivityDisable"));
-  auto flush_all = reinterpret_cast<int (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"));
-  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
-  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
-  ASSERT_TRUE(launch && register_callbacks && register_clock && enable && disable && flush_all && enabled && stats_get);
-  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
-  auto pop = c.get<int (*)()>(c.core, kRangePop);
-  Start();
-  const uint64_t t0 = BoottimeNs();
+TEST_F(CuptiSharing, AProfilerWithItsOwnClockIsNeverRobbedAndWeResumeWhenItsKindsAreOff) {
   roctx_utils_kernel_stats before{sizeof(before)};
-  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);  // the host's flush before it starts
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);  // the host's flush before it starts
   const int all_kinds[] = {10, 5, 4, 1, 22, 2};
-  for (int kind : all_kinds) disable(kind);
-  ASSERT_EQ(register_clock(kineto_like::Clock), 0);
-  ASSERT_EQ(register_callbacks(xla_like::Requested, xla_like::Completed), 0);
-  for (int kind : {10, 5, 1, 2}) enable(kind);
+  for (int kind : all_kinds) cu.disable(kind);
+  ASSERT_EQ(cu.register_clock(kineto_like::Clock), 0);
+  ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
+  for (int kind : {10, 5, 1, 2}) cu.enable(kind);
   const uint64_t records = xla_like::g_records;
-  launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  cu.launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
   usleep(60 * 1000);  // a dozen watch periods while it traces
-  EXPECT_EQ(enabled(10), 1);
-  launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
-  EXPECT_EQ(flush_all(1), 0);
+  EXPECT_EQ(cu.enabled(10), 1);
+  cu.launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
+  EXPECT_EQ(cu.flush_all(1), 0);
   EXPECT_GT(xla_like::g_records, records) << "its records went to it, not to us";
-  for (int kind : all_kinds) disable(kind);
-  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
-  ASSERT_EQ(enabled(10), 1) << "every kind off: CUPTI took our clock, and we traced again";
+  for (int kind : all_kinds) cu.disable(kind);
+  for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(cu.enabled(10), 1) << "every kind off: CUPTI took our clock, and we traced again";
   push("after_kineto");
-  launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
+  cu.launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
   pop();
   roctx_utils_kernel_stats after{sizeof(after)};
-  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
   const std::string json = StopAsChrome("own_clock.json");
   EXPECT_EQ(Count(json, "kernel_in_kineto"), 0u) << json;
   EXPECT_EQ(Count(json, "\"name\":\"kernel_after\""), 1u) << json;
@@ -852,43 +839,29 @@ TEST_F(NvtxInjection, AProfilerWithItsOwnClockIsNeverRobbedAndWeResumeWhenItsKin
 // CUDA 13.0's finalize starts correlation ids over at 1 (measured): after the resume, a new
 // launch reuses an id an old one had, and must still join its own launch, not the old one; the
 // number of calls missed is then unknown (not guessed: not_seen stays as it was).
-TEST_F(NvtxInjection, AfterAFinalizeThatRestartsCorrelationIdsNewKernelsJoinTheirOwnLaunches) {
-  Client& c = Xla();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(cupti, nullptr);
-  auto launch = reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
-      dlsym(cupti, "fake_cupti_launch"));
-  auto finalize = reinterpret_cast<int (*)()>(dlsym(cupti, "cuptiFinalize"));
-  auto restart = reinterpret_cast<void (*)()>(dlsym(cupti, "fake_cupti_restart_correlation_ids"));
-  auto enabled = reinterpret_cast<int (*)(int)>(dlsym(cupti, "fake_cupti_enabled"));
-  auto stats_get = reinterpret_cast<int (*)(roctx_utils_kernel_stats*)>(dlsym(Library(), "roctx_utils_kernel_stats_get"));
-  ASSERT_TRUE(launch && finalize && restart && enabled && stats_get);
-  auto push = c.get<int (*)(const char*)>(c.core, kRangePushA);
-  auto pop = c.get<int (*)()>(c.core, kRangePop);
-  Start();
+TEST_F(CuptiSharing, AfterAFinalizeThatRestartsCorrelationIdsNewKernelsJoinTheirOwnLaunches) {
   roctx_utils_kernel_stats before{sizeof(before)};
-  ASSERT_EQ(stats_get(&before), ROCTX_UTILS_OK);
-  const uint64_t t0 = BoottimeNs();
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
   push("old_range");
-  const uint32_t old_id = launch("old_kernel", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
+  const uint32_t old_id = cu.launch("old_kernel", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
   pop();
   usleep(300 * 1000);  // delivered to us
   // Another client finalizes (its own session elided), and the ids start over.
-  EXPECT_EQ(finalize(), 0);
-  restart();
-  for (int i = 0; i < 100 && !enabled(10); ++i) usleep(10 * 1000);
-  ASSERT_EQ(enabled(10), 1) << "resumed";
+  EXPECT_EQ(cu.finalize(), 0);
+  cu.restart();
+  for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
+  ASSERT_EQ(cu.enabled(10), 1) << "resumed";
   push("new_range");
   uint32_t new_id = 0;
   // Launch until an id the old launch had comes round again (ids start at 1).
   static const char* const kNew = "new_kernel";
   for (int i = 0; i < 100000 && new_id != old_id; ++i) {
-    new_id = launch(kNew, t0 + 10000 + i, t0 + 10001 + i, 0, 7, 1, 32);
+    new_id = cu.launch(kNew, t0 + 10000 + i, t0 + 10001 + i, 0, 7, 1, 32);
   }
   pop();
   ASSERT_EQ(new_id, old_id) << "the fake's ids started over";
   roctx_utils_kernel_stats after{sizeof(after)};
-  ASSERT_EQ(stats_get(&after), ROCTX_UTILS_OK);
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
   const std::string json = StopAsChrome("restart.json");
   ASSERT_FALSE(json.empty());
   EXPECT_EQ(Count(json, "\"nvtx_range\":\"old_range\""), 2u) << "the range and its one kernel";

@@ -56,6 +56,18 @@ record() {  # record SECTION PASSED FAILED [NOTE]
   SUMMARY+=("$(printf '%-28s %5d passed, %5d failed%s' "$1:" "$2" "$3" "${4:+  ($4)}")")
 }
 
+# Records LOG's last "PREFIX: N passed, M failed" line under SECTION; RC is the exit status of
+# WHAT, which wrote LOG, named in the failure when no such line came.
+record_result() {  # record_result SECTION LOG PREFIX RC WHAT
+  local p f
+  read -r p f < <(sed -nE "s/^$3: ([0-9]+) passed, ([0-9]+) failed\$/\\1 \\2/p" "$2" | tail -n 1)
+  if [ -z "$p" ]; then
+    record "$1" 0 1 "$5 exited $4 without a result line"
+  else
+    record "$1" "$p" "$f"
+  fi
+}
+
 finish() {
   echo
   echo "==================== summary ===================="
@@ -378,7 +390,7 @@ run_consumer() {
 # zero code (ROCTX_UTILS_PYTHON_HOOKS=1), read back through XProf's reader.
 # ---------------------------------------------------------------------------------------------
 run_python() {
-  local dir=$TMPDIR_TESTS/python lib=$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so log rc p f mode
+  local dir=$TMPDIR_TESTS/python lib=$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so log mode
   mkdir -p "$dir"
   echo
   echo "==> python package: pip install ./python (+ jax[cpu]==$JAX_CPU_VERSION) into $XPROF_VENV"
@@ -394,13 +406,7 @@ run_python() {
   log=$dir/unit.log
   (cd python/tests && env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_PYTHON_HOOKS ROCTX_UTILS_TEST_LIBRARY="$lib" \
     "$XPROF_VENV/bin/python" test_roctx_utils.py) 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  read -r p f < <(sed -nE 's/^python package: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
-  if [ -z "$p" ]; then
-    record "python: unit tests" 0 1 "test_roctx_utils.py exited $rc without a result line"
-  else
-    record "python: unit tests" "$p" "$f"
-  fi
+  record_result "python: unit tests" "$log" "python package" "${PIPESTATUS[0]}" test_roctx_utils.py
   for mode in explicit zero-code; do
     local hooks=0
     [ "$mode" = zero-code ] && hooks=1
@@ -608,7 +614,7 @@ run_job_batches() {
 NVTX3_VERSION=13.0.85
 run_nvtx_real() {
   local dir=$TMPDIR_TESTS/nvtx cache=${ROCTX_UTILS_CACHE:-$HOME/.cache/roctx_utils}/nvtx3-$NVTX3_VERSION
-  local log=$TMPDIR_TESTS/nvtx/client.log p f rc
+  local log=$TMPDIR_TESTS/nvtx/client.log
   mkdir -p "$dir"
   echo
   echo "==> real NVTX3 client against //nvtx:libroctx_utils_nvtx.so"
@@ -642,13 +648,7 @@ run_nvtx_real() {
   fi
   env NVTX_INJECTION64_PATH="$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" ROCTX_UTILS_XSPACE_OUT="$dir/logs" \
     "$dir/real_client" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  read -r p f < <(sed -nE 's/^nvtx real client: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
-  if [ -z "$p" ]; then
-    record "nvtx: real client" 0 1 "the client exited $rc without a result line"
-  else
-    record "nvtx: real client" "$p" "$f"
-  fi
+  record_result "nvtx: real client" "$log" "nvtx real client" "${PIPESTATUS[0]}" "the client"
 }
 
 run_cargo
