@@ -19,7 +19,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax defaults inside overhead names torch llama} "
+SECTIONS=" ${*:-jax defaults inside python overhead names torch llama} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -33,6 +33,11 @@ tally() { # tally LOG PREFIX
   passed=$((passed + ${p:-0})); failed=$((failed + ${f:-1}))
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# The Python package (python/), carried as a wheel built here (`pip wheel --no-deps -w BIN
+# ./python`): the device is offline, and a wheel installs without its build backend.
+if ls "$BIN"/roctx_utils-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-deps --no-index --force-reinstall "$BIN"/roctx_utils-*.whl || echo "pip could not install the roctx_utils wheel"
+fi
 python3 -c 'import jax, torch; print("jax", jax.__version__, "torch", torch.__version__)'
 
 if want jax; then
@@ -73,8 +78,10 @@ echo "== JAX: a jax.profiler.trace inside an injected run =="
 [ -f "$WORK/dref.json" ] || { XLA_FLAGS= python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace "$WORK/dref" >"$WORK/dref.log" 2>&1
   "$BIN/roctx" convert --format chrome "$(find "$WORK/dref" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dref.json" >/dev/null; }
 # The steps after the trace right away, and after a 200 ms pause (when CUPTI comes back to us).
+# With the Python package's hooks (issue 23), jax.profiler.start_trace first hands us what CUPTI
+# still holds for us: before it, a trace started right after some steps took their records.
 for pause in 0 200; do
-  XLA_FLAGS= NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/iours$pause ROCTX_UTILS_LOG=info \
+  XLA_FLAGS= ROCTX_UTILS_PYTHON_HOOKS=1 NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/iours$pause ROCTX_UTILS_LOG=info \
     python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace-inside "$WORK/ixla$pause" --pause-ms $pause >"$OUTDIR/inside_ours$pause.log" 2>&1 || tail "$OUTDIR/inside_ours$pause.log"
   "$BIN/roctx" convert --format chrome "$(find "$WORK/iours$pause" -name '*.xplane.pb' | head -n 1)" -o "$WORK/iours.json" >/dev/null
   "$BIN/roctx" convert --format chrome "$(find "$WORK/ixla$pause" -name '*.xplane.pb' | head -n 1)" -o "$WORK/ixla.json" >/dev/null
@@ -83,6 +90,37 @@ for pause in 0 200; do
   python3 scripts/nvidia/compare_defaults.py inside "$WORK/iours.json" "$WORK/ixla.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_inside$pause.txt"
   tally "$OUTDIR/compare_inside$pause.txt" "validate inside"
 done
+fi
+
+if want python; then
+# Issue 23: a stock JAX script's own step annotations as ROCTX ranges with no code change
+# (ROCTX_UTILS_PYTHON_HOOKS=1), at XLA's default flags; PyTorch with roctx_utils.annotate next to
+# torch.cuda.nvtx, our annotation first (the package loads the injection library itself).
+echo "== Python: JAX StepTraceAnnotation / TraceAnnotation, zero code =="
+[ -f "$WORK/dref.json" ] || { XLA_FLAGS= python3 scripts/nvidia/jax_transformer_scan.py "$STEPS" --trace "$WORK/dref" >"$WORK/dref.log" 2>&1
+  "$BIN/roctx" convert --format chrome "$(find "$WORK/dref" -name '*.xplane.pb' | head -n 1)" -o "$WORK/dref.json" >/dev/null; }
+(cd scripts/nvidia && XLA_FLAGS= ROCTX_UTILS_PYTHON_HOOKS=1 NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so \
+  ROCTX_UTILS_XSPACE_OUT=$WORK/pyjax python3 jax_user_steps.py "$STEPS") >"$OUTDIR/python_jax.log" 2>&1 || tail "$OUTDIR/python_jax.log"
+head -n 1 "$OUTDIR/python_jax.log"
+"$BIN/roctx" convert --format chrome "$(find "$WORK/pyjax" -name '*.xplane.pb' | head -n 1)" -o "$WORK/pyjax.json" >/dev/null
+(cd scripts/nvidia && python3 check_user_steps.py jax "$WORK/pyjax.json" "$STEPS" "$WORK/dref.json") | tee "$OUTDIR/compare_python_jax.txt"
+tally "$OUTDIR/compare_python_jax.txt" "validate python"
+echo "== Python: PyTorch, roctx_utils.annotate around torch.cuda.nvtx =="
+(cd scripts/nvidia && NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/pytorch \
+  python3 torch_user_steps.py "$STEPS") >"$OUTDIR/python_torch.log" 2>&1 || tail "$OUTDIR/python_torch.log"
+grep -h "library\|CUPTI" "$OUTDIR/python_torch.log" | head -n 3
+"$BIN/roctx" convert --format chrome "$(find "$WORK/pytorch" -name '*.xplane.pb' | head -n 1)" -o "$WORK/pytorch.json" >/dev/null
+(cd scripts/nvidia && python3 check_user_steps.py torch "$WORK/pytorch.json" "$STEPS") | tee "$OUTDIR/compare_python_torch.txt"
+tally "$OUTDIR/compare_python_torch.txt" "validate python"
+# Issue 22 item 5 with Kineto: torch.profiler takes CUPTI and stops without finalizing; the hooks
+# flush before it and take CUPTI back after it.
+echo "== Python: torch.profiler inside an injected run, zero code =="
+(cd scripts/nvidia && ROCTX_UTILS_PYTHON_HOOKS=1 NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_XSPACE_OUT=$WORK/tinside \
+  ROCTX_UTILS_LOG=info python3 torch_profiler_inside.py "$STEPS") >"$OUTDIR/torch_inside.log" 2>&1 || tail "$OUTDIR/torch_inside.log"
+grep -h "kineto\|hooked\|CUPTI: another" "$OUTDIR/torch_inside.log" | cut -c1-300
+"$BIN/roctx" convert --format chrome "$(find "$WORK/tinside" -name '*.xplane.pb' | head -n 1)" -o "$WORK/tinside.json" >/dev/null
+(cd scripts/nvidia && python3 check_user_steps.py torch-inside "$WORK/tinside.json" "$OUTDIR/torch_inside.log") | tee "$OUTDIR/compare_torch_inside.txt"
+tally "$OUTDIR/compare_torch_inside.txt" "validate python"
 fi
 
 if want overhead; then
