@@ -5,6 +5,7 @@
 #   bazel-4 build //nvtx:libroctx_utils_nvtx.so --config=bazel4 --config=rocm
 #   (cd rust && cargo build --release --locked -p roctx_cli)
 #   mkdir -p .devbin && cp bazel-bin/nvtx/libroctx_utils_nvtx.so rust/target/release/roctx .devbin/
+#   python3 -m pip wheel --no-deps -w .devbin ./python         # the Python package, for `python`
 #   bash scripts/nvidia/build_ggml_cuda.sh /path/to/ggml   # .devbin/ggml: llama.cpp's ggml-cuda, sm_90a
 #   # then, on the device, with .devbin carried:  bash scripts/validate_nvidia.sh .devbin [jax torch llama]
 #
@@ -14,8 +15,10 @@
 # Covered: JAX under the NVTX injection with CUPTI kernels vs a separate jax.profiler.trace run
 # (HLO ops, kernels per step, names, durations, nvtx_range); PyTorch's NVTX calls; a PyTorch
 # roofline report (op scopes + CUPTI) vs Nsight Compute and the ridge; upstream ggml's
-# test-backend-ops perf with our llama.cpp hook (GGML_ROOFLINE_OUT + CUPTI) vs Nsight Compute.
-# The sections after the binaries folder pick which run (default: all three).
+# test-backend-ops perf with our llama.cpp hook (GGML_ROOFLINE_OUT + CUPTI) vs Nsight Compute;
+# the Python package (python/, carried as a wheel in the binaries folder): a JAX script's own
+# step annotations with no code change, PyTorch's roctx_utils.annotate, torch.profiler inside.
+# The sections after the binaries folder pick which run (default: all of them).
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
