@@ -96,7 +96,11 @@ pub fn start() {
     }
     let config = roctx_config::get();
     let explicit = config.cupti_library.as_deref().map(std::path::Path::new);
-    match Api::open(explicit).and_then(|api| set_up(API.get_or_init(|| api))) {
+    let set_up_first = |api: &'static Api| {
+        register_clock(api);
+        set_up(api)
+    };
+    match Api::open(explicit).and_then(|api| set_up_first(API.get_or_init(|| api))) {
         Ok(()) => {
             STATE.store(1, Ordering::Release);
             if let Some(api) = API.get() {
@@ -111,12 +115,9 @@ pub fn start() {
     }
 }
 
-fn set_up(api: &Api) -> Result<(), String> {
-    let check = |what: &str, r: cupti::CuptiResult| if r == cupti::SUCCESS { Ok(()) } else { Err(format!("{what} returned {}", api.result_name(r))) };
-    if STATE.load(Ordering::Acquire) == 1 && CLOCK_SHIFT.load(Ordering::Acquire) == 0 && clock_is_ours(api) {
-        // Taking CUPTI back from a profiler that never finalized it: our clock is still
-        // CUPTI's, and registering it again would be refused while any kind is enabled.
-    } else if let Some(register) = api.register_timestamp_callback {
+/// At start-up, before any kind is enabled: our clock in CUPTI, else the shift of CUPTI's own.
+fn register_clock(api: &Api) {
+    if let Some(register) = api.register_timestamp_callback {
         // SAFETY: a plain function; before any kind is enabled (C.7).
         let r = unsafe { register(timestamp) };
         if r != cupti::SUCCESS {
@@ -131,6 +132,12 @@ fn set_up(api: &Api) -> Result<(), String> {
     } else {
         CLOCK_SHIFT.store(realtime_minus_boottime(), Ordering::Release);
     }
+}
+
+/// Our callbacks and kinds. The clock is set before: by [`register_clock`] at start-up, and by
+/// [`take_back_if_idle`] before a resume.
+fn set_up(api: &Api) -> Result<(), String> {
+    let check = |what: &str, r: cupti::CuptiResult| if r == cupti::SUCCESS { Ok(()) } else { Err(format!("{what} returned {}", api.result_name(r))) };
     // SAFETY: our callbacks have CUPTI's signatures and live forever.
     check("cuptiActivityRegisterCallbacks", unsafe { (api.register_callbacks)(buffer_requested, buffer_completed) })?;
     for (kind, name) in our_named_kinds() {
@@ -285,16 +292,9 @@ fn watch_once(flush: bool) {
     } else if CLOCK_SHIFT.load(Ordering::Acquire) == 0 && !clock_is_ours(api) {
         // CUPTI's clock is not ours any more: another client finalized CUPTI (its clock falls
         // back to CLOCK_REALTIME) or set a clock of its own to trace with (Kineto does, without
-        // a finalize: correlation ids go on, measured). CUPTI takes a timestamp callback only
-        // while no activity kind is enabled, so ours being taken means nobody traces now: set
-        // up again. Refused: the other profiler is at work; ask again next tick, never taking
-        // CUPTI from under it.
-        if let Some(register) = api.register_timestamp_callback {
-            // SAFETY: a plain function; CUPTI refuses it while a kind is enabled.
-            if unsafe { register(timestamp) } == cupti::SUCCESS {
-                resume(api, Release::Released);
-            }
-        }
+        // a finalize: correlation ids go on, measured). Refused: the other profiler is at
+        // work; ask again next tick, never taking CUPTI from under it.
+        take_back_if_idle(api, Release::Released);
         return;
     }
     if flush {
@@ -329,15 +329,29 @@ enum Release {
 }
 
 impl Release {
+    /// For the resume's info line.
+    fn how(self) -> &'static str {
+        match self {
+            Release::Released => "finalized, or every activity kind off",
+            Release::Stopped => "stopped, on request",
+        }
+    }
+
+    /// For the warning the first records after the resume give.
     fn words(self) -> &'static str {
         match self {
             Release::Released => "when it released CUPTI (cuptiFinalize, or every activity kind off)",
             Release::Stopped => "when its host said it had stopped (roctx_utils_kernels_reclaim)",
         }
     }
+
+    /// The last resume's.
+    fn last() -> Release {
+        if LAST_RELEASE.load(Ordering::Acquire) == Release::Stopped as u8 { Release::Stopped } else { Release::Released }
+    }
 }
 
-static LAST_RELEASE: AtomicU8 = AtomicU8::new(0);
+static LAST_RELEASE: AtomicU8 = AtomicU8::new(Release::Released as u8);
 
 /// Held while CUPTI is being set up again: the watch and a host's [`reclaim`] may both try.
 static RESUMING: AtomicBool = AtomicBool::new(false);
@@ -373,7 +387,7 @@ fn resume(api: &Api, how: Release) -> bool {
         Ok(()) => {
             log::info(format_args!(
                 "CUPTI: another profiler released CUPTI ({}); tracing again from {} ns (CLOCK_BOOTTIME)",
-                if how == Release::Released { "finalized, or every activity kind off" } else { "stopped, on request" },
+                how.how(),
                 RESUMED_AT.load(Ordering::Acquire)
             ));
             true
@@ -415,14 +429,18 @@ pub fn handover() -> bool {
 pub fn reclaim() -> bool {
     let (Some(api), true) = (API.get(), active()) else { return false };
     HELD.store(false, Ordering::Release);
+    // Refused: someone still traces, and the watch takes CUPTI back when it is done.
+    take_back_if_idle(api, Release::Stopped)
+}
+
+/// Sets CUPTI up for us again if nobody traces now. CUPTI takes a timestamp callback only while
+/// no activity kind is enabled, so ours being taken is that sign (and our clock is in place for
+/// the resume). Whether we trace again.
+fn take_back_if_idle(api: &Api, how: Release) -> bool {
     let Some(register) = api.register_timestamp_callback else { return false };
     // SAFETY: a plain function; CUPTI refuses it while a kind is enabled.
-    if unsafe { register(timestamp) } == cupti::SUCCESS {
-        resume(api, Release::Stopped)
-    } else {
-        // Someone still traces: the watch takes CUPTI back when it is done.
-        false
-    }
+    let taken = unsafe { register(timestamp) } == cupti::SUCCESS;
+    taken && resume(api, how)
 }
 
 /// The first API records after a resume: how many calls were never seen, said once.
@@ -445,7 +463,7 @@ fn after_resume(first: u32) {
     };
     let message = format_args!(
         "CUPTI: another profiler (XLA's tracer under jax.profiler, Kineto, ...) took CUPTI's activity API; {how_many} went to it, not to this trace; tracing resumed {}",
-        if LAST_RELEASE.load(Ordering::Acquire) == Release::Stopped as u8 { Release::Stopped.words() } else { Release::Released.words() }
+        Release::last().words()
     );
     if SAID.swap(true, Ordering::AcqRel) {
         log::info(message);
