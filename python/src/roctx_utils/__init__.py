@@ -106,25 +106,24 @@ def handover_kernels():
     ``reclaim_kernels()``. ``roctx_utils.jax`` and ``roctx_utils.torch`` call both around
     ``jax.profiler`` and ``torch.profiler``. Returns True when CUPTI was ours to hand over
     (False on ROCm, where every tool has its own rocprofiler-sdk context)."""
-    lib = _lib.get()
-    if lib is None:
-        return False
-    try:
-        return lib.kernels_handover() == 0
-    except Exception:
-        _stats["errors"] += 1
-        return False
+    return _status_call("kernels_handover")
 
 
 def reclaim_kernels():
     """Call when the profiler ``handover_kernels()`` made way for has stopped: CUPTI is ours
     again as soon as nobody traces (now, or at that profiler's finalize). Returns True when GPU
     work is traced by us again now."""
+    return _status_call("kernels_reclaim")
+
+
+def _status_call(name):
+    """Calls the library's ``name`` (a C call returning ROCTX_UTILS_OK or a status): whether it
+    said OK. No library or a failing call: False (the failure counted)."""
     lib = _lib.get()
     if lib is None:
         return False
     try:
-        return lib.kernels_reclaim() == 0
+        return getattr(lib, name)() == 0
     except Exception:
         _stats["errors"] += 1
         return False

@@ -189,3 +189,28 @@ def reset_for_tests():
     with _lock:
         _state["done"] = False
         _state["lib"] = None
+
+
+# Set on a class or function roctx_utils.jax / roctx_utils.torch patched: install() is idempotent.
+MARK = "__roctx_utils_hooked__"
+
+
+def hook_target(who, load, attr, methods):
+    """What ``who``'s install() patches: the class ``attr`` of the module ``load()`` imports,
+    which must have ``methods``. Or a bool for install() to return at once: False when it cannot
+    be hooked (the reason said once on stderr), True when an earlier call hooked it."""
+    try:
+        module = load()
+    except Exception as e:
+        warn("%s is not importable (%s); nothing installed" % (who, e))
+        return False
+    cls = getattr(module, attr, None)
+    if not isinstance(cls, type) or not all(callable(getattr(cls, m, None)) for m in methods):
+        warn("%s has no %s with %s; nothing installed" % (who, attr, ", ".join(methods)))
+        return False
+    if cls.__dict__.get(MARK):
+        return get() is not None
+    if get() is None:
+        return False  # get() said why
+    return cls
+

@@ -24,7 +24,7 @@ from . import _lib, _stats, _wrong_thread
 
 _get_ident = threading.get_ident
 
-_MARK = "__roctx_utils_hooked__"
+_MARK = _lib.MARK
 
 
 def _encode_value(value):
@@ -78,25 +78,19 @@ def install():
     """Hooks jax.profiler's annotations; returns True when they now push ROCTX ranges (also when
     an earlier call did), False when they cannot (no jax, an unknown jax, no native library:
     each said once on stderr). Never raises."""
-    try:
+    def load():
         import jax._src.profiler as sp
-        import jax.profiler as jp
-    except Exception as e:
-        _lib.warn("roctx_utils.jax.install(): jax is not importable (%s); nothing installed" % (e,))
-        return False
-    cls = getattr(sp, "TraceAnnotation", None)
-    if not isinstance(cls, type) or not hasattr(cls, "__exit__"):
-        _lib.warn("roctx_utils.jax.install(): this jax has no TraceAnnotation class; nothing installed")
-        return False
-    if cls.__dict__.get(_MARK):
-        return _lib.get() is not None
-    if _lib.get() is None:
-        return False  # _lib said why
+        return sp
+
+    cls = _lib.hook_target("roctx_utils.jax.install(): jax", load, "TraceAnnotation", ("__init__", "__exit__"))
+    if not isinstance(cls, type):
+        return cls
+    import jax._src.profiler as sp
+    import jax.profiler as jp
 
     base_init = cls.__init__
     base_exit = cls.__exit__
     base_del = cls.__dict__.get("__del__")
-
     lib = _lib.get()
 
     def __init__(self, name, **kwargs):

@@ -20,35 +20,27 @@ import roctx_utils as _pkg
 
 from . import _lib
 
-_MARK = "__roctx_utils_hooked__"
+_MARK = _lib.MARK
 
 
 def _uses_cuda(prof):
     try:
         return any("CUDA" in str(a) for a in (getattr(prof, "kineto_activities", None) or ()))
     except Exception:
-        return True  # flushing when unsure costs nothing
+        return True  # handing over when unsure only costs a flush
 
 
 def install():
     """Wraps torch's profiler; returns True when it now shares CUPTI with us cleanly (also when
     an earlier call did), False when it cannot (no torch, an unknown torch, no native library:
     each said once on stderr). Never raises."""
-    try:
+    def load():
         import torch.autograd.profiler as ap
-    except Exception as e:
-        _lib.warn("roctx_utils.torch.install(): torch is not importable (%s); nothing installed" % (e,))
-        return False
-    cls = getattr(ap, "profile", None)
-    if not isinstance(cls, type) or not callable(getattr(cls, "_prepare_trace", None)) \
-            or not callable(getattr(cls, "__exit__", None)):
-        _lib.warn("roctx_utils.torch.install(): this torch's autograd profiler has no _prepare_trace; "
-                  "nothing installed")
-        return False
-    if cls.__dict__.get(_MARK):
-        return _lib.get() is not None
-    if _lib.get() is None:
-        return False
+        return ap
+
+    cls = _lib.hook_target("roctx_utils.torch.install(): torch", load, "profile", ("_prepare_trace", "__exit__"))
+    if not isinstance(cls, type):
+        return cls
 
     base_prepare = cls._prepare_trace
     base_exit = cls.__exit__
