@@ -13,19 +13,9 @@
       warm phase, and Kineto's own count (from LOG) of the profiled one.
 Ends with `validate python: N passed, M failed`.
 """
-import json
 import sys
 
-from compare_defaults import load as load_gpu, summary
-
-
-def load(path):
-    events = json.load(open(path))["traceEvents"]
-    procs = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    host = [e for e in events if e.get("ph") == "X" and procs.get(e["pid"]) == "/host:CPU"
-            and threads.get((e["pid"], e["tid"]), "").startswith("Host Threads/")]
-    return host
+from compare_defaults import load as load_gpu, load_all, summary
 
 
 def inside(outer, inner, slack=0.01):
@@ -43,8 +33,7 @@ def row(check, expected, got, ok):
 def torch_inside(path, kineto_log):
     """Our GPU activities per phase: every phase but the profiled one must hold as many as the
     first (nothing of ours lost before or after torch.profiler), and Kineto saw the profiled one."""
-    host = load(path)
-    gpu, _ = load_gpu(path)
+    gpu, _, host = load_all(path)
     phases = {e["name"]: e for e in host if e["name"].startswith("phase_")}
     count = {n: sum(1 for g in gpu if p["ts"] <= g["ts"] and g["ts"] + g.get("dur", 0) <= p["ts"] + p["dur"])
              for n, p in phases.items()}
@@ -68,8 +57,7 @@ def main():
     if sys.argv[1] == "torch-inside":
         return torch_inside(sys.argv[2], sys.argv[3])
     mode, path, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    host = load(path)
-    gpu, _ = load_gpu(path)
+    gpu, _, host = load_all(path)
     prefix, inner_names = ("train ", ["forward_backward"]) if mode == "jax" else ("py_step_", ["fwd", "bwd"])
     step_events = sorted((e for e in host if e["name"].startswith(prefix)), key=lambda e: e["ts"])
     names = [e["name"] for e in step_events]

@@ -21,11 +21,13 @@ MODULE = "hlo_module=jit_train_step"
 STREAM = re.compile(r"^Stream #(\d+)")
 
 
-def load(path):
+def load_all(path):
+    """(GPU stream events, jit_train_step XlaModule starts, events of the host's thread rows),
+    from one read of the file."""
     events = json.load(open(path))["traceEvents"]
     procs = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    gpu, modules = [], []
+    gpu, modules, host = [], [], []
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -34,9 +36,17 @@ def load(path):
             e["_stream"] = threads.get((e["pid"], e["tid"]), "")
             if e["_stream"].startswith("Stream #"):  # not XLA's derived rows
                 gpu.append(e)
-        elif e["name"].startswith("XlaModule:") and MODULE in e["name"]:
+            continue
+        if proc == "/host:CPU" and threads.get((e["pid"], e["tid"]), "").startswith("Host Threads/"):
+            host.append(e)
+        if e["name"].startswith("XlaModule:") and MODULE in e["name"]:
             modules.append(e["ts"])
-    return gpu, sorted(modules)
+    return gpu, sorted(modules), host
+
+
+def load(path):
+    gpu, modules, _ = load_all(path)
+    return gpu, modules
 
 
 def summary(events, steps):
