@@ -16,13 +16,18 @@
 // operation iteration and names (HIP ids numbered differently per layout), CODE_OBJECT callback
 // tracing (5.6), external correlation id stacks (3.8). Their test hooks are declared in
 // fake_sdk_hooks.h.
+// Tool discovery as registration.cpp does it (rocprofiler_tools_and_xprof_roofline.md A): when a
+// runtime registers (rocprofiler_set_api_table: the fake roctx's first call, the fake HIP's
+// hipInit) or a tool forces configuration, every tool is found in priority order (forced,
+// ROCP_TOOL_LIBRARIES with its parsing quirk and per-version failure handling, a global
+// rocprofiler_configure), configured, initialized, and finalized at exit in that order.
 // What it does not: other buffer kinds' records, HIP API callback tracing, HSA/HIP tables, the
-// 7.0 range kind synthesis (tests replay kind 21 with fake_sdk_marker), rocprofiler_configure
-// discovery.
+// 7.0 range kind synthesis (tests replay kind 21 with fake_sdk_marker).
 //
 // Test-only entry points are prefixed fake_sdk_ (see "replay and probes" below). The fake roctx
 // (fake_roctx.cc) finds fake_sdk_dispatch_roctx through dlsym(RTLD_DEFAULT), which stands in for
 // the real SDK rewriting roctx's dispatch tables, so load this library RTLD_GLOBAL.
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +37,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -744,12 +750,19 @@ std::atomic<int> g_init_status{0};  // 0 not yet, -1 initializing, 1 done
 std::atomic<int> g_fini_status{0};  // 0 not yet, -1 finalizing, 1 done
 std::atomic<bool> g_forced{false};
 
-// What configure returned (copied, as the SDK does).
-ToolConfigureResult g_result{};
-bool g_have_result = false;
-bool g_tool_initialized = false;
-
-constexpr uint32_t kClientHandle = 0;  // the first (only) client
+// One tool the SDK found, in priority order (index = priority = client handle): the forced
+// configure first, then ROCP_TOOL_LIBRARIES in list order, then a global rocprofiler_configure.
+struct Client {
+  std::string origin;  // "(forced)", the listed path, or "(RTLD_DEFAULT)"
+  ConfigureFn configure = nullptr;
+  ToolConfigureResult result{};  // what configure returned (copied, as the SDK does)
+  bool have_result = false;
+  bool initialized = false;
+  bool finalized = false;
+  std::string name;  // what configure wrote into client_id->name
+};
+std::vector<Client> g_clients;  // guarded by g_registration (and stable after initialization)
+std::recursive_mutex g_registration;
 std::atomic<int> g_configure_calls{0};
 std::atomic<int> g_initialize_calls{0};
 std::atomic<int> g_tool_finalize_calls{0};
@@ -757,7 +770,6 @@ std::atomic<int> g_client_finalize_calls{0};
 std::atomic<int> g_client_id_corrupted{0};
 std::atomic<int> g_result_rejected{0};
 std::atomic<uint64_t> g_delivered{0};
-std::string g_client_name;  // guarded by g_mutex
 
 std::atomic<uint64_t> g_next_correlation{1};
 
@@ -786,7 +798,7 @@ uint64_t ThreadId() {
 std::mutex g_ext_mutex;
 std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> g_ext;  // (ctx, tid) -> stack
 // The "default" thread whose top a thread without a stack inherits: the real SDK uses the thread
-// that loaded it; here the thread that first called rocprofiler_force_configure.
+// that loaded it; here the thread that first started the SDK's initialization.
 std::atomic<uint64_t> g_default_tid{0};
 
 // The external correlation value a record produced now on `tid` for `ctx` carries: the top of
@@ -1627,12 +1639,32 @@ int UnloadCodeObject(uint64_t code_object_id) {
 // Configure / finalize
 // ---------------------------------------------------------------------------------------------
 
+// FAKE_ROCPROFILER_TRACE_TOOLS=1: one stderr line per configure, initialize and finalize call, so
+// a test can check their order: "fake rocprofiler-sdk: <step> <priority> <origin> [<detail>]".
+void TraceTool(const char* step, size_t priority, const Client& c, const std::string& detail = "") {
+  static const bool on = EnvTrue("FAKE_ROCPROFILER_TRACE_TOOLS");
+  if (!on) return;
+  std::fprintf(stderr, "fake rocprofiler-sdk: %s %zu %s%s%s\n", step, priority, c.origin.c_str(),
+               detail.empty() ? "" : " ", detail.c_str());
+}
+
+void FinalizeClient(Client& c) {
+  if (!c.initialized || c.finalized) return;
+  c.finalized = true;
+  TraceTool("finalize", static_cast<size_t>(&c - g_clients.data()), c);
+  if (c.result.finalize != nullptr) {
+    g_tool_finalize_calls.fetch_add(1);
+    c.result.finalize(c.result.tool_data);
+  }
+}
+
 void Finalize() {
   int expected = 0;
   if (!g_fini_status.compare_exchange_strong(expected, -1)) return;
-  if (g_tool_initialized && g_result.finalize != nullptr) {
-    g_tool_finalize_calls.fetch_add(1);
-    g_result.finalize(g_result.tool_data);
+  {
+    // Each tool's finalize, in priority order (registration.cpp invoke_client_finalizers).
+    std::lock_guard<std::recursive_mutex> reg(g_registration);
+    for (auto& c : g_clients) FinalizeClient(c);
   }
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -1665,10 +1697,20 @@ void Finalize() {
   g_fini_status.store(1);
 }
 
+// The finalize function handed to a tool's initialize: with one tool it finalizes the whole SDK
+// (7.0); with several it finalizes that tool only, matched by handle.
 void ClientFinalizeCommon(uint32_t handle) {
   g_client_finalize_calls.fetch_add(1);
-  if (handle != kClientHandle) g_client_id_corrupted.fetch_add(1);
-  Finalize();
+  std::lock_guard<std::recursive_mutex> reg(g_registration);
+  if (handle >= g_clients.size()) {
+    g_client_id_corrupted.fetch_add(1);
+    return;
+  }
+  if (g_clients.size() == 1) {
+    Finalize();
+  } else {
+    FinalizeClient(g_clients[handle]);
+  }
 }
 void ClientFinalize6Impl(ClientId6 id) { ClientFinalizeCommon(id.handle); }
 void ClientFinalize7Impl(ClientId7 id) {
@@ -1687,7 +1729,8 @@ struct alignas(16) ClientIdBuffer {
   unsigned char bytes[sizeof(ClientId7) + 16];
 };
 
-bool ClientIdIntact(const ClientIdBuffer& buf, size_t id_size, size_t name_off, size_t handle_off) {
+bool ClientIdIntact(const ClientIdBuffer& buf, size_t id_size, size_t name_off, size_t handle_off,
+                    uint32_t expected_handle) {
   for (size_t i = id_size; i < sizeof(buf.bytes); ++i) {
     if (buf.bytes[i] != kCanary) return false;
   }
@@ -1698,7 +1741,7 @@ bool ClientIdIntact(const ClientIdBuffer& buf, size_t id_size, size_t name_off, 
   }
   uint32_t handle = 0;
   std::memcpy(&handle, buf.bytes + handle_off, sizeof(handle));
-  if (handle != kClientHandle) return false;
+  if (handle != expected_handle) return false;
   for (size_t i = handle_off + 4; i < id_size; ++i) {  // tail padding
     if (buf.bytes[i] != 0) return false;
   }
@@ -1706,6 +1749,137 @@ bool ClientIdIntact(const ClientIdBuffer& buf, size_t id_size, size_t name_off, 
   std::memcpy(&name, buf.bytes + name_off, sizeof(name));
   if (name != 0 && name < 4096) return false;  // a size or handle written over the name
   return true;
+}
+
+// configure(version, runtime_version, priority, client_id) for client `index`, with the version's
+// client_id (handle = priority = index).
+void ConfigureClient(size_t index) {
+  Client& c = g_clients[index];
+  const uint32_t handle = static_cast<uint32_t>(index);
+  ClientIdBuffer buf;
+  std::memset(buf.bytes, kCanary, sizeof(buf.bytes));
+  size_t id_size, name_off, handle_off;
+  // Field by field (not a struct copy), so the tail padding is zero and can be checked.
+  if (Layout7()) {
+    id_size = sizeof(ClientId7), name_off = offsetof(ClientId7, name);
+    handle_off = offsetof(ClientId7, handle);
+    std::memset(buf.bytes, 0, id_size);
+    const size_t size = sizeof(ClientId7);
+    std::memcpy(buf.bytes + offsetof(ClientId7, size), &size, sizeof(size));
+  } else {
+    id_size = sizeof(ClientId6), name_off = offsetof(ClientId6, name);
+    handle_off = offsetof(ClientId6, handle);
+    std::memset(buf.bytes, 0, id_size);
+  }
+  std::memcpy(buf.bytes + handle_off, &handle, sizeof(handle));
+  g_configure_calls.fetch_add(1);
+  ToolConfigureResult* result = c.configure(Version(), "fake-rocprofiler-sdk", handle, buf.bytes);
+  if (!ClientIdIntact(buf, id_size, name_off, handle_off, handle)) {
+    g_client_id_corrupted.fetch_add(1);
+  } else {
+    const char* name = nullptr;
+    std::memcpy(&name, buf.bytes + name_off, sizeof(name));
+    c.name = name ? std::string(name, strnlen(name, 256)) : std::string();
+  }
+  TraceTool("configure", index, c, result == nullptr ? "declined" : "name=" + c.name);
+  if (result == nullptr) return;  // declined
+  if (result->size < sizeof(ToolConfigureResult)) {
+    g_result_rejected.fetch_add(1);
+    return;
+  }
+  c.result = *result;  // the SDK copies the struct immediately
+  c.have_result = true;
+}
+
+bool UniqueConfigure(ConfigureFn fn) {
+  for (const auto& c : g_clients) {
+    if (c.configure == fn) return false;
+  }
+  return true;
+}
+
+// ROCP_TOOL_LIBRARIES as registration.cpp (6.2 and 7.0) splits it: a value without ':' is one
+// path; with a ':', only pieces that a ':' ENDS are kept ("a.so:b.so" loads only a.so, "a.so:b.so:"
+// both), empty pieces dropped.
+std::vector<std::string> ToolLibraries() {
+  const char* env = std::getenv("ROCP_TOOL_LIBRARIES");
+  std::vector<std::string> out;
+  if (env == nullptr || *env == '\0') return out;
+  std::string val(env);
+  if (val.find(':') == std::string::npos) {
+    out.push_back(val);
+    return out;
+  }
+  size_t pos;
+  while ((pos = val.find(':')) != std::string::npos) {
+    std::string token = val.substr(0, pos);
+    if (!token.empty()) out.push_back(token);
+    val.erase(0, pos + 1);
+  }
+  return out;
+}
+
+[[noreturn]] void Fatal(const std::string& what) {
+  std::fprintf(stderr, "fake rocprofiler-sdk: FATAL: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+// registration.cpp find_clients(): the forced configure, then the listed libraries (dlopen
+// RTLD_NOLOAD probe, then RTLD_LOCAL | RTLD_LAZY; a library that does not load aborts in 7.0 and
+// is skipped in 6.2; one without rocprofiler_configure is skipped with a warning in 7.0 and
+// aborts in 6.2), then a globally visible rocprofiler_configure. Duplicates are dropped.
+void FindClients(ConfigureFn forced) {
+  if (forced != nullptr) g_clients.push_back(Client{"(forced)", forced});
+  for (const std::string& path : ToolLibraries()) {
+    void* handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr) handle = dlopen(path.c_str(), RTLD_LOCAL | RTLD_LAZY);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      if (Layout7()) Fatal("[ROCP_TOOL_LIBRARIES] error dlopening '" + path + "': " + (err ? err : ""));
+      std::fprintf(stderr, "fake rocprofiler-sdk: warning: [ROCP_TOOL_LIBRARIES] '%s' did not load: %s\n",
+                   path.c_str(), err ? err : "");
+      continue;
+    }
+    auto fn = reinterpret_cast<ConfigureFn>(dlsym(handle, "rocprofiler_configure"));
+    if (fn == nullptr) {
+      if (!Layout7()) Fatal("[ROCP_TOOL_LIBRARIES] '" + path + "' has no rocprofiler_configure");
+      std::fprintf(stderr,
+                   "fake rocprofiler-sdk: warning: [ROCP_TOOL_LIBRARIES] rocprofiler-sdk tool library "
+                   "'%s' did not contain rocprofiler_configure symbol\n",
+                   path.c_str());
+      continue;
+    }
+    if (UniqueConfigure(fn)) g_clients.push_back(Client{path, fn});
+  }
+  auto global = reinterpret_cast<ConfigureFn>(dlsym(RTLD_DEFAULT, "rocprofiler_configure"));
+  if (global != nullptr && UniqueConfigure(global)) g_clients.push_back(Client{"(RTLD_DEFAULT)", global});
+}
+
+// registration.cpp initialize(): once, with the status -1 throughout (the only window for setup
+// calls); the atexit finalizer is registered first, so tools' own exit hooks (registered inside
+// their initialize) run before it. Every configure, then every initialize, in priority order.
+void InitializeSdk(ConfigureFn forced) {
+  std::lock_guard<std::recursive_mutex> reg(g_registration);
+  if (g_init_status.load() != 0) return;
+  uint64_t no_default = 0;
+  g_default_tid.compare_exchange_strong(no_default, ThreadId());  // see ExternalTopLocked
+  g_init_status.store(-1);
+  if (!EnvTrue("FAKE_ROCPROFILER_NO_ATEXIT")) std::atexit(&AtExit);
+  FindClients(forced);
+  for (size_t i = 0; i < g_clients.size(); ++i) ConfigureClient(i);
+  for (auto& c : g_clients) {
+    if (!c.have_result) continue;
+    if (c.result.initialize != nullptr) {
+      TraceTool("initialize", static_cast<size_t>(&c - g_clients.data()), c);
+      g_initialize_calls.fetch_add(1);
+      AnyFunction fini = Layout7() ? reinterpret_cast<AnyFunction>(&ClientFinalize7Impl)
+                                   : reinterpret_cast<AnyFunction>(&ClientFinalize6Impl);
+      c.result.initialize(fini, c.result.tool_data);  // return value ignored, as in the SDK
+    }
+    c.initialized = true;
+  }
+  g_init_status.store(1);
 }
 
 }  // namespace
@@ -1757,57 +1931,8 @@ FAKE_EXPORT int rocprofiler_force_configure(ConfigureFn configure_fn) {
   if (LockedByOther() || g_init_status.load() != 0) return Code(kConfigurationLocked);
   if (configure_fn == nullptr) return Code(kInvalidArgument);
   if (g_forced.exchange(true)) return Code(kConfigurationLocked);
-
   setenv("ROCPROFILER_REGISTER_FORCE_LOAD", "1", 1);
-  g_init_status.store(-1);
-
-  // configure(version, runtime_version, priority, client_id) with the version's client_id.
-  ClientIdBuffer buf;
-  std::memset(buf.bytes, kCanary, sizeof(buf.bytes));
-  size_t id_size, name_off, handle_off;
-  // Field by field (not a struct copy), so the tail padding is zero and can be checked.
-  if (Layout7()) {
-    id_size = sizeof(ClientId7), name_off = offsetof(ClientId7, name);
-    handle_off = offsetof(ClientId7, handle);
-    std::memset(buf.bytes, 0, id_size);
-    const size_t size = sizeof(ClientId7);
-    std::memcpy(buf.bytes + offsetof(ClientId7, size), &size, sizeof(size));
-  } else {
-    id_size = sizeof(ClientId6), name_off = offsetof(ClientId6, name);
-    handle_off = offsetof(ClientId6, handle);
-    std::memset(buf.bytes, 0, id_size);
-  }
-  std::memcpy(buf.bytes + handle_off, &kClientHandle, sizeof(kClientHandle));
-  g_configure_calls.fetch_add(1);
-  ToolConfigureResult* result = configure_fn(Version(), "fake-rocprofiler-sdk", 0, buf.bytes);
-
-  if (!ClientIdIntact(buf, id_size, name_off, handle_off)) {
-    g_client_id_corrupted.fetch_add(1);
-  } else {
-    const char* name = nullptr;
-    std::memcpy(&name, buf.bytes + name_off, sizeof(name));
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_client_name = name ? std::string(name, strnlen(name, 256)) : std::string();
-  }
-
-  if (result != nullptr) {
-    if (result->size < sizeof(ToolConfigureResult)) {
-      g_result_rejected.fetch_add(1);
-    } else {
-      g_result = *result;  // the SDK copies the struct immediately
-      g_have_result = true;
-      if (g_result.initialize != nullptr) {
-        g_initialize_calls.fetch_add(1);
-        AnyFunction fini = Layout7() ? reinterpret_cast<AnyFunction>(&ClientFinalize7Impl)
-                                     : reinterpret_cast<AnyFunction>(&ClientFinalize6Impl);
-        g_result.initialize(fini, g_result.tool_data);  // return value ignored, as in the SDK
-      }
-      g_tool_initialized = true;
-    }
-  }
-
-  g_init_status.store(1);
-  if (!EnvTrue("FAKE_ROCPROFILER_NO_ATEXIT")) std::atexit(&AtExit);
+  InitializeSdk(configure_fn);  // the forced tool first, then any listed ones
   return kSuccess;
 }
 
@@ -2109,6 +2234,11 @@ FAKE_EXPORT const char* rocprofiler_get_status_string(int status) {
 FAKE_EXPORT int rocprofiler_set_api_table(const char* /*name*/, uint64_t /*lib_version*/,
                                           uint64_t /*lib_instance*/, void** /*tables*/,
                                           uint64_t /*num_tables*/) {
+  // A runtime (roctx at its first call, HIP at hipInit: fake_roctx.cc, fake_hip.cc) registered
+  // through rocprofiler-register, which calls this only when a tool is indicated: the SDK's
+  // tool discovery runs now, once.
+  if (g_fini_status.load() != 0 || LockedByOther()) return 0;
+  InitializeSdk(nullptr);
   return 0;
 }
 
@@ -2199,9 +2329,25 @@ FAKE_EXPORT uint32_t fake_sdk_version() { return Version(); }
 // The client_id name the tool set in configure (empty if none or if the layout was corrupted).
 FAKE_EXPORT void fake_sdk_client_name(char* buf, size_t cap) {
   if (buf == nullptr || cap == 0) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  std::strncpy(buf, g_client_name.c_str(), cap - 1);
+  std::lock_guard<std::recursive_mutex> reg(g_registration);
+  const std::string name = g_clients.empty() ? std::string() : g_clients.front().name;
+  std::strncpy(buf, name.c_str(), cap - 1);
   buf[cap - 1] = '\0';
+}
+
+// The tools found, in priority order, as "origin=name" lines (name: what configure wrote;
+// "declined" when configure returned null), into buf; returns their number.
+FAKE_EXPORT int fake_sdk_clients(char* buf, size_t cap) {
+  std::lock_guard<std::recursive_mutex> reg(g_registration);
+  std::string all;
+  for (const auto& c : g_clients) {
+    all += c.origin + "=" + (c.have_result ? c.name : std::string("declined")) + "\n";
+  }
+  if (buf != nullptr && cap > 0) {
+    std::strncpy(buf, all.c_str(), cap - 1);
+    buf[cap - 1] = '\0';
+  }
+  return static_cast<int>(g_clients.size());
 }
 
 // Runs the SDK's finalization now (tool finalize(tool_data) once, all contexts stopped), as the

@@ -15,8 +15,10 @@
 // EXIT (2) after it, with its marker kind/operation (rocprofiler_abi.md 4.4). So, as with the
 // real libraries, a roctx call made before the tool is configured disables forwarding for good.
 // Where the real register would abort (tool indicated, no SDK found) this fake just does not
-// forward; fake_roctx_sdk_state() reports which case happened. The legacy library never
-// forwards: it is invisible to the SDK.
+// forward; fake_roctx_sdk_state() reports which case happened. Like register, it loads the SDK
+// itself when none is loaded ($ROCPROFILER_REGISTER_LIBRARY, else librocprofiler-sdk.so, with
+// RTLD_GLOBAL) and calls its rocprofiler_set_api_table("roctx", ...), which runs the SDK's tool
+// discovery. The legacy library never forwards: it is invisible to the SDK.
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -84,7 +86,23 @@ SdkDispatch Sdk() {
       return nullptr;
     }
     auto fn = reinterpret_cast<SdkDispatch>(dlsym(RTLD_DEFAULT, "fake_sdk_dispatch_roctx"));
+    if (fn == nullptr) {
+      // rocprofiler-register's own search for the SDK: $ROCPROFILER_REGISTER_LIBRARY, else the
+      // unversioned name, loaded RTLD_GLOBAL (the real one aborts where this finds nothing).
+      const char* lib = std::getenv("ROCPROFILER_REGISTER_LIBRARY");
+      if (dlopen(lib != nullptr && *lib != '\0' ? lib : "librocprofiler-sdk.so", RTLD_GLOBAL | RTLD_LAZY)) {
+        fn = reinterpret_cast<SdkDispatch>(dlsym(RTLD_DEFAULT, "fake_sdk_dispatch_roctx"));
+      }
+    }
     g_sdk_state.store(fn ? 1 : 2);
+    if (fn != nullptr) {
+      // roctx's one registration: the SDK runs its tool discovery now if nothing started it
+      // yet, so this very call is already traced.
+      using SetApiTable = int (*)(const char*, uint64_t, uint64_t, void**, uint64_t);
+      if (auto set = reinterpret_cast<SetApiTable>(dlsym(RTLD_DEFAULT, "rocprofiler_set_api_table"))) {
+        set("roctx", 10000, 0, nullptr, 0);
+      }
+    }
     return fn;
   }();
   return dispatch;

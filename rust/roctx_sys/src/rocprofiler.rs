@@ -225,6 +225,37 @@ impl SdkApi {
         // SAFETY: loading the SDK runs its constructors, which is why this only happens late,
         // on demand, and never as a DT_NEEDED (rocprofiler_abi.md 6.2).
         let library = unsafe { Library::open(Some(location), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| e.to_string())?;
+        Self::bind(library, location)
+    }
+
+    /// Binds the SDK at `location` only if it is loaded in the process already (a tool the SDK
+    /// loaded from `ROCP_TOOL_LIBRARIES` must use the very copy that called it, never load one).
+    pub fn open_loaded(location: &str) -> Result<SdkApi, String> {
+        // SAFETY: RTLD_NOLOAD returns a library that is already initialised, or nothing.
+        let library = unsafe { Library::open(Some(location), RTLD_NOW | libc::RTLD_NOLOAD) }
+            .map_err(|_| format!("{location}: not loaded in this process"))?;
+        Self::bind(library, location)
+    }
+
+    /// The file of the rocprofiler-sdk whose functions the loader resolves globally (where
+    /// rocprofiler-register loaded it RTLD_GLOBAL), if any.
+    pub fn global_location() -> Option<String> {
+        // SAFETY: dlsym with RTLD_DEFAULT only searches the global scope.
+        let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"rocprofiler_get_version".as_ptr()) };
+        if address.is_null() {
+            return None;
+        }
+        // SAFETY: Dl_info is plain data; dladdr fills it for an address of a loaded object.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: a NUL-terminated name owned by the loader, valid while the object is loaded.
+        Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
+    }
+
+    fn bind(library: Library, location: &str) -> Result<SdkApi, String> {
         macro_rules! bind {
             ($name:literal) => {{
                 // SAFETY: the field type is the C signature of that SDK function.

@@ -7,6 +7,7 @@
 //!   snapshots, export, diagnostics);
 //! - [`ggml`]: llama.cpp's five `ggml_cuda_roofline_*` entry points (the `GGML_HIP_ROOFLINE` drop-in);
 //! - [`roofline`]: the `extern "C"` surface of `roofline.h` (op scopes, the report);
+//! - [`tool`]: the rocprofiler-sdk tool entry behind `libroctx_utils_tool.so`'s `rocprofiler_configure`;
 //! - [`guard`] (from `roctx_sys`, where the listener's SDK callbacks and the runtime's exit hook
 //!   reach it too): every entry runs inside it, so a panic becomes a counted neutral result and
 //!   never unwinds into C++ (cxx would abort, and an abort takes the host down).
@@ -18,5 +19,6 @@ pub mod c_api;
 pub mod ggml;
 pub mod nvtx;
 pub mod roofline;
+pub mod tool;
 
 pub use roctx_sys::{guard, panics_caught};

@@ -15,9 +15,16 @@
 //! Every failure (missing library or symbol, unknown version, CONFIGURATION_LOCKED under
 //! rocprofv3 or another tool) leaves [`ToolState::Unavailable`] with a reason, and sessions fall
 //! back to in-process capture.
+//!
+//! **Listed mode** ([`configure_listed`], [`initialize_listed`]): the tool library
+//! (`libroctx_utils_tool.so`) is loaded by the SDK itself, from `ROCP_TOOL_LIBRARIES`, and the SDK
+//! calls its exported `rocprofiler_configure`. Then nothing is loaded or forced: we bind the very
+//! SDK that called us (`RTLD_NOLOAD`), take the layout from the version it passed, and set up the
+//! same contexts inside its `initialize`. The runtime owns the exported entry and what happens
+//! around it (sessions, writes at finalize).
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -185,45 +192,121 @@ unsafe extern "C" fn tool_configure(
 const MARKER_KINDS: [c_int; 3] = [7, 8, 9]; // CORE_API, CONTROL_API, NAME_API
 
 unsafe extern "C" fn tool_initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> c_int {
-    guard(-1, || {
-        let (Some(api), Some(layout)) = (API.get(), layout()) else { return -1 };
-        let mut context = 0u64; // must be 0 on entry (SDK >= 0.5 checks)
-        // SAFETY: a valid out-pointer, inside initialize as the SDK requires.
-        let status = unsafe { (api.create_context)(&mut context) };
-        if status != 0 {
-            *INIT_ERROR.lock() = Some(format!("rocprofiler_create_context returned {}", api.status_name(status)));
-            return -1;
+    guard(-1, || match initialize_contexts() {
+        Ok(()) => 0,
+        Err(why) => {
+            *INIT_ERROR.lock() = Some(why);
+            -1
         }
-        let callback: *const c_void = match layout {
-            Layout::V6 => on_marker_v6 as *const c_void,
-            Layout::V7 => on_marker_v7 as *const c_void,
-        };
-        for kind in MARKER_KINDS {
-            // SAFETY: all operations (null, 0); the callback matches the layout's record type.
-            let status = unsafe { (api.configure_callback_tracing_service)(context, kind, std::ptr::null(), 0, callback, std::ptr::null_mut()) };
-            if status != 0 {
-                if kind == 7 {
-                    *INIT_ERROR.lock() = Some(format!(
-                        "subscribing MARKER_CORE_API failed: {} (another tool may have taken it)",
-                        api.status_name(status)
-                    ));
-                    return -1;
-                }
-                log::warn(format_args!(
-                    "rocprofiler-sdk: subscribing marker kind {kind} failed ({}); thread names or pause/resume will not be captured",
-                    api.status_name(status)
-                ));
-            }
-        }
-        CONTEXT.store(context, Ordering::Release);
-        CONTEXT_STATE.store(1, Ordering::Release);
-        super::kernels::initialize(api, layout);
-        0
     })
+}
+
+/// Inside the SDK's `initialize`: the marker context with its three kinds, then kernel tracing.
+fn initialize_contexts() -> Result<(), String> {
+    let (Some(api), Some(layout)) = (API.get(), layout()) else { return Err("rocprofiler-sdk called initialize before configure".to_owned()) };
+    let mut context = 0u64; // must be 0 on entry (SDK >= 0.5 checks)
+    // SAFETY: a valid out-pointer, inside initialize as the SDK requires.
+    let status = unsafe { (api.create_context)(&mut context) };
+    if status != 0 {
+        return Err(format!("rocprofiler_create_context returned {}", api.status_name(status)));
+    }
+    let callback: *const c_void = match layout {
+        Layout::V6 => on_marker_v6 as *const c_void,
+        Layout::V7 => on_marker_v7 as *const c_void,
+    };
+    for kind in MARKER_KINDS {
+        // SAFETY: all operations (null, 0); the callback matches the layout's record type.
+        let status = unsafe { (api.configure_callback_tracing_service)(context, kind, std::ptr::null(), 0, callback, std::ptr::null_mut()) };
+        if status != 0 {
+            if kind == 7 {
+                return Err(format!("subscribing MARKER_CORE_API failed: {} (another tool may have taken it)", api.status_name(status)));
+            }
+            log::warn(format_args!(
+                "rocprofiler-sdk: subscribing marker kind {kind} failed ({}); thread names or pause/resume will not be captured",
+                api.status_name(status)
+            ));
+        }
+    }
+    CONTEXT.store(context, Ordering::Release);
+    CONTEXT_STATE.store(1, Ordering::Release);
+    super::kernels::initialize(api, layout);
+    Ok(())
 }
 
 unsafe extern "C" fn tool_finalize(_tool_data: *mut c_void) {
     guard((), || CONTEXT_STATE.store(2, Ordering::Release))
+}
+
+/// Listed mode, inside the exported `rocprofiler_configure`: binds the SDK that is calling (it
+/// is loaded already; nothing is loaded here), checks `version`, names the client. Makes no SDK
+/// call but `rocprofiler_get_version`, as configure must. An error means: decline (return null).
+///
+/// # Safety
+/// `client_id` must be the SDK's `rocprofiler_client_id_t` for `version`, or null.
+pub unsafe fn configure_listed(version: u32, priority: u32, client_id: *mut c_void) -> Result<(), String> {
+    if STATE.get().is_some() || API.get().is_some() {
+        return Err("this copy of roctx_utils has configured rocprofiler-sdk already".to_owned());
+    }
+    let Some(layout) = Layout::for_version(version) else {
+        return Err(format!(
+            "rocprofiler-sdk {} has record layouts this build does not know (supported: 0.4.0 to 1.x, ROCm 6.2 to 7.x)",
+            version_text(version)
+        ));
+    };
+    let api = loaded_sdk()?;
+    let location = api.location.clone();
+    if API.set(api).is_err() {
+        return Err("configure was called twice".to_owned());
+    }
+    LAYOUT.store(if layout == Layout::V6 { 1 } else { 2 }, Ordering::Release);
+    LISTED.store(true, Ordering::Release);
+    // SAFETY: the SDK passes its client id struct for this version (this function's contract).
+    unsafe { rocprofiler::set_client_name(client_id, layout, c"roctx_utils") };
+    log::info(format_args!("rocprofiler-sdk {} from {location} configured roctx_utils as a tool (priority {priority})", version_text(version)));
+    Ok(())
+}
+
+/// Set by [`configure_listed`]: the SDK loaded this library as a tool.
+static LISTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this library was configured by the SDK as a listed tool.
+pub fn listed() -> bool {
+    LISTED.load(Ordering::Acquire)
+}
+
+/// The SDK that called our configure: where the loader resolves its functions globally, then
+/// `ROCPROFILER_REGISTER_LIBRARY`, then the sonames and our search paths, each only if already
+/// loaded.
+fn loaded_sdk() -> Result<SdkApi, String> {
+    let mut places: Vec<String> = SdkApi::global_location().into_iter().collect();
+    // As it is now: the SDK may have pointed it at itself.
+    places.extend(roctx_config::register_env().register_library);
+    places.extend(candidates());
+    places.dedup();
+    let mut tried = Vec::new();
+    for place in places {
+        match SdkApi::open_loaded(&place) {
+            Ok(api) => return Ok(api),
+            Err(e) => tried.push(e),
+        }
+    }
+    Err(format!("the rocprofiler-sdk that called rocprofiler_configure is not loaded where we can see it (tried: {})", tried.join("; ")))
+}
+
+/// Listed mode, inside the SDK's `initialize`: the same contexts as tool mode; afterwards
+/// [`prepare`] reports tool mode ready (nothing is forced).
+pub fn initialize_listed() -> Result<(), String> {
+    initialize_contexts()?;
+    let api = API.get().ok_or("rocprofiler-sdk is not bound")?;
+    let version = api.version().unwrap_or(0);
+    let layout = layout().unwrap_or(Layout::V7);
+    let _ = STATE.set(ToolState::Ready { version, layout, location: api.location.clone() });
+    Ok(())
+}
+
+/// Listed mode, at the SDK's `finalize`: the contexts are dead from here on.
+pub fn finalize_listed() {
+    CONTEXT_STATE.store(2, Ordering::Release);
 }
 
 /// MARKER_* callback for SDK 0.x (56-byte record, passed by value).

@@ -37,6 +37,7 @@ mod roctx;
 
 mod fork;
 pub mod roofline;
+pub mod tool_library;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -267,7 +268,8 @@ fn auto_session(config: &Config, roctx: Option<Flavor>) {
 
 /// With a roofline path configured: the report at exit.
 fn roofline_at_exit(config: &Config) {
-    if config.roofline_out.is_none() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if config.roofline_out.is_none() || REGISTERED.swap(true, Ordering::AcqRel) {
         return;
     }
     if !listener::kernels::active() {

@@ -3,6 +3,7 @@
 //! SDK's buffer first is what makes both exact: rocprofiler-sdk never delivers by itself.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use roctx_config::log;
 
@@ -56,11 +57,15 @@ fn losses(s: &roctx_kernels::KernelStats) -> String {
     if parts.is_empty() { String::new() } else { format!("; LOST: {}", parts.join(", ")) }
 }
 
-/// The exit hook: writes the report to the configured path.
+/// The exit hook: writes the report to the configured path, once (the tool library's finalize
+/// and the exit hook both ask; whichever runs first writes).
 pub(super) extern "C" fn write_at_exit() {
+    static WRITTEN: AtomicBool = AtomicBool::new(false);
     roctx_sys::guard((), || {
         if let Some(path) = &roctx_config::get().roofline_out {
-            write(path);
+            if !WRITTEN.swap(true, Ordering::AcqRel) {
+                write(path);
+            }
         }
     })
 }
