@@ -454,10 +454,11 @@ def check_kernels(doc, args, check, roctx):
     if args.gpu_rows is not None and len(rows) != args.gpu_rows:
         why.append("%d GPU rows, expected %d" % (len(rows), args.gpu_rows))
     why += ["row %r is not a stream row" % r.name for r in rows if not STREAM_ROW.match(r.name)]
+    details = ("kernel_details", "memcpy_details", "Memset_details")
     bare = [e.get("name") for r in rows for e in r.events
-            if "kernel_details" not in e.get("args", {}) or "correlation_id" not in e.get("args", {})]
+            if not any(d in e.get("args", {}) for d in details) or "correlation_id" not in e.get("args", {})]
     if bare:
-        why.append("kernels without kernel_details/correlation_id: %s" % bare[:5])
+        why.append("GPU events without kernel/memcpy/Memset details or correlation_id: %s" % bare[:5])
     check("gpu-rows", rows and not why, "; ".join(why) or "no /device:GPU:<n> rows")
     for spec in args.kernel:
         name, _, range_name = spec.partition("=")
@@ -579,7 +580,7 @@ def main(argv=None):
                         help="a zero-duration ROCTX event with this name exists (repeatable)")
     parser.add_argument("--gpu-rows", type=int, help="exact number of GPU stream rows")
     parser.add_argument("--kernel", action="append", default=[], metavar="NAME=RANGE",
-                        help="kernel NAME is drawn under ROCTX range RANGE (repeatable)")
+                        help="kernel (or copy: MemcpyH2D, ...) NAME is drawn under ROCTX range RANGE (repeatable)")
     parser.add_argument("--same-stats-as", metavar="OTHER",
                         help="XProf's kernel_stats and overview_page equal OTHER's")
     parser.add_argument("--folded", type=int, metavar="N",

@@ -1,6 +1,7 @@
 //! The command line, as clap derive types. Owns flag names, help text and exit-status docs;
 //! never touches files.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -31,6 +32,51 @@ pub(crate) enum Command {
     Convert(ConvertArgs),
     /// Per-op GPU roofline of a ggml/llama.cpp roofline report (GGML_ROOFLINE_OUT).
     Roofline(RooflineArgs),
+    /// Run a command with roctx_utils attached (ROCm or NVIDIA) and write its ROCTX ranges,
+    /// kernels and copies as an XProf log directory: `roctx record -- python train.py`.
+    Record(RecordArgs),
+}
+
+/// `roctx record`.
+#[derive(Debug, Args)]
+#[command(after_help = "ROCm: the tool library (lib/libroctx_utils_tool.so) is added to ROCP_TOOL_LIBRARIES, and rocprofiler-sdk loads it into the command (with any other tool already listed, e.g. rocprofv3's). NVIDIA: NVTX_INJECTION64_PATH names lib/libroctx_utils_nvtx.so, and CUPTI traces the kernels. Both: every process the command starts writes <LOGDIR>/plugins/profile/<run>/<host>_<pid or rank>.xplane.pb at its exit; Python processes get the annotation hooks (ROCTX_UTILS_PYTHON_HOOKS=1).\n\nA signal sent to roctx (kill, timeout, a job scheduler's SIGTERM) is passed on to the command, so it can write its files; a terminal's Ctrl-C reaches the command directly.\n\nExit status: the command's own (a command killed by a signal makes roctx die of the same signal); 2 when roctx could not start it (no platform found, a missing library, an unwritable log directory: all checked before the command starts).")]
+pub(crate) struct RecordArgs {
+    /// The log directory to write (what `xprof --logdir` and `tensorboard --logdir` take); created
+    /// if missing.
+    #[arg(short = 'o', long = "output", value_name = "LOGDIR", default_value = "roctx_logs")]
+    pub(crate) output: PathBuf,
+    /// Also write the per-op roofline report (llama.cpp's GGML_ROOFLINE_OUT format) here.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) roofline: Option<PathBuf>,
+    /// Do not trace kernel dispatches and copies: ROCTX ranges only.
+    #[arg(long)]
+    pub(crate) no_kernels: bool,
+    /// Which GPU stack to attach to (auto: ROCm where rocprofiler-sdk is installed, NVIDIA where
+    /// the CUDA driver is).
+    #[arg(long, value_enum, default_value_t = Platform::Auto)]
+    pub(crate) platform: Platform,
+    /// The run's name (its directory under plugins/profile/; default: ROCTX_UTILS_RUN_NAME, else
+    /// the start time, as XProf names runs).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) run_name: Option<String>,
+    /// Where libroctx_utils_tool.so and libroctx_utils_nvtx.so are (default: ../lib from this
+    /// binary, as the release tarball lays them out).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) lib_dir: Option<PathBuf>,
+    /// The command and its arguments, after `--`.
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// `roctx record --platform`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Platform {
+    /// ROCm if rocprofiler-sdk is found, NVIDIA if the CUDA driver is.
+    Auto,
+    /// AMD ROCm: the rocprofiler-sdk tool library.
+    Rocm,
+    /// NVIDIA CUDA: the NVTX injection library and CUPTI.
+    Nvidia,
 }
 
 /// `roctx inspect`.

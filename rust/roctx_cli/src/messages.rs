@@ -16,6 +16,8 @@ pub(crate) enum Status {
     Clean,
     /// Done, but validation found errors: what XProf would draw wrong.
     Invalid,
+    /// `roctx record`: the recorded command's own exit code.
+    Exit(u8),
 }
 
 impl Status {
@@ -24,6 +26,7 @@ impl Status {
         match self {
             Status::Clean => 0,
             Status::Invalid => 1,
+            Status::Exit(code) => code,
         }
     }
 }

@@ -1,0 +1,382 @@
+//! `roctx record [-o LOGDIR] [--roofline FILE] [--no-kernels] -- COMMAND [ARGS...]`: runs a
+//! command with roctx_utils attached, as `nsys profile` and `rocprofv3 --` do, then says what was
+//! captured.
+//!
+//! 1. **Before the command starts**, everything that can fail does: the platform
+//!    ([`platform`]), the library for it next to this binary (`<prefix>/lib`, or `--lib-dir`),
+//!    the log directory (created, and a file written and removed in it) and the report's
+//!    directory. Each failure is one message and exit 2; the command never starts half-attached.
+//! 2. **The environment** the command gets: on ROCm `ROCP_TOOL_LIBRARIES` (ours appended to any
+//!    list already there, ended with `:`, which the SDK's parser needs to keep the last entry)
+//!    and `ROCPROFILER_REGISTER_LIBRARY` (the SDK found, so rocprofiler-register never looks
+//!    for an unversioned `librocprofiler-sdk.so` that release installs lack); on NVIDIA
+//!    `NVTX_INJECTION64_PATH`. Then `ROCTX_UTILS_XSPACE_OUT`, `ROCTX_UTILS_RUN_NAME` (one run
+//!    directory for every process the command starts), `ROCTX_UTILS_PYTHON_HOOKS=1` and the
+//!    Python start-up hook on `PYTHONPATH` (so `jax.profiler.TraceAnnotation`s become ranges);
+//!    `ROCTX_UTILS_KERNELS=0` with `--no-kernels`, `ROCTX_UTILS_ROOFLINE_OUT` with
+//!    `--roofline`. A value the user set already is kept.
+//! 3. **While it runs**: the command is in our process group, so a terminal's Ctrl-C reaches it
+//!    directly (and is not sent twice); a signal sent to `roctx` itself (`kill`, `timeout`, a
+//!    job scheduler) is forwarded to it, so it can finish its files.
+//! 4. **Afterwards**: the summary (processes, ranges, marks, kernels, copies, what the traces
+//!    say was lost, the files, the `xprof --logdir` line) on stderr, and the command's own exit:
+//!    its code, or the same signal raised on ourselves.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use roctx_export::xplane_proto::XSpace;
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::low_level::siginfo::Cause;
+
+use crate::args::RecordArgs;
+use crate::input;
+use crate::messages::{Failure, Status};
+use crate::platform::{self, Found};
+
+/// The tool library, for ROCm.
+pub(crate) const TOOL_LIBRARY: &str = "libroctx_utils_tool.so";
+/// The NVTX injection library, for NVIDIA.
+pub(crate) const NVTX_LIBRARY: &str = "libroctx_utils_nvtx.so";
+
+/// Signals forwarded to the command when they are sent to `roctx` itself.
+const FORWARDED: [i32; 6] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2];
+
+/// Runs `roctx record`.
+pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
+    let found = platform::detect(args.platform, &platform::Env::current())?;
+    let lib_dir = lib_dir(args)?;
+    let library = library(&lib_dir, &found)?;
+    let logdir = prepare_dir(&args.output, "-o")?;
+    let roofline = args.roofline.as_deref().map(prepare_report).transpose()?;
+    let run = run_name(args);
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    environment(&mut command, &found, &library, &lib_dir, &logdir, &run, roofline.as_deref(), args.no_kernels)?;
+
+    let what = match &found {
+        Found::Rocm(sdk) => format!("ROCm (rocprofiler-sdk {})", sdk.display()),
+        Found::Nvidia(Some(cuda)) => format!("NVIDIA ({})", cuda.display()),
+        Found::Nvidia(None) => "NVIDIA".to_owned(),
+    };
+    let run_dir = logdir.join("plugins/profile").join(&run);
+    eprintln!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
+
+    // Before the spawn, so that no signal sent in between kills us instead of reaching the command.
+    let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)
+        .map_err(|e| Failure::new(format!("could not install signal handlers: {e}")))?;
+    let handle = signals.handle();
+    let mut child = command.spawn().map_err(|e| {
+        Failure::new(format!("could not start {}: {e}", args.command[0].to_string_lossy())).hint("check the command's name and that it is executable")
+    })?;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let forwarded = Arc::new(AtomicBool::new(false));
+    let forwarder = {
+        let forwarded = Arc::clone(&forwarded);
+        std::thread::spawn(move || {
+            for info in signals.forever() {
+                // A terminal's Ctrl-C (and ^\) comes from the kernel to the whole foreground
+                // process group: the command has it already.
+                if matches!(info.cause, Cause::Kernel) {
+                    continue;
+                }
+                if let Ok(signal) = nix::sys::signal::Signal::try_from(info.signal) {
+                    forwarded.store(true, Ordering::Relaxed);
+                    let _ = nix::sys::signal::kill(pid, signal);
+                }
+            }
+        })
+    };
+    let status = child.wait().map_err(|e| Failure::new(format!("waiting for the command: {e}")));
+    handle.close();
+    let _ = forwarder.join();
+    let status = status?;
+
+    summary(&logdir, &run_dir, roofline.as_deref(), status, forwarded.load(Ordering::Relaxed));
+    Ok(exit_like(status))
+}
+
+/// `--lib-dir`, else `<dir of this binary>/../lib` (the release layout), else the binary's own
+/// directory.
+fn lib_dir(args: &RecordArgs) -> Result<PathBuf, Failure> {
+    if let Some(dir) = &args.lib_dir {
+        return Ok(absolute(dir));
+    }
+    let exe = std::env::current_exe().map_err(|e| Failure::new(format!("cannot tell where roctx is installed: {e}")).hint("pass --lib-dir"))?;
+    let bin = exe.parent().unwrap_or(Path::new("/"));
+    let lib = bin.parent().map(|p| p.join("lib")).unwrap_or_default();
+    Ok(if lib.join(TOOL_LIBRARY).is_file() || lib.join(NVTX_LIBRARY).is_file() { lib } else { bin.to_owned() })
+}
+
+fn library(lib_dir: &Path, found: &Found) -> Result<PathBuf, Failure> {
+    let name = match found {
+        Found::Rocm(_) => TOOL_LIBRARY,
+        Found::Nvidia(_) => NVTX_LIBRARY,
+    };
+    let path = lib_dir.join(name);
+    if path.is_file() {
+        return Ok(path);
+    }
+    Err(Failure::new(format!("{} does not exist: roctx record needs {name} next to it", path.display()))
+        .hint("use the release tarball's bin/roctx (its lib/ holds both libraries), or pass --lib-dir DIR"))
+}
+
+/// Creates the log directory and proves it writable, before the command runs for hours.
+fn prepare_dir(dir: &Path, flag: &str) -> Result<PathBuf, Failure> {
+    let dir = absolute(dir);
+    if dir.exists() && !dir.is_dir() {
+        return Err(Failure::new(format!("{flag} {}: not a directory", dir.display())).hint("the log directory is the one given to `xprof --logdir`"));
+    }
+    fs::create_dir_all(&dir).map_err(|e| Failure::io("creating", &dir, e))?;
+    let probe = dir.join(format!(".roctx_record_probe_{}", std::process::id()));
+    fs::write(&probe, b"").map_err(|e| Failure::io(&format!("{flag}: cannot write in"), &dir, e))?;
+    let _ = fs::remove_file(&probe);
+    Ok(dir)
+}
+
+/// The roofline report's path: absolute (the command may change directory), its directory
+/// writable, and not a directory itself.
+fn prepare_report(path: &Path) -> Result<PathBuf, Failure> {
+    let path = absolute(path);
+    if path.is_dir() {
+        return Err(Failure::new(format!("--roofline {}: is a directory", path.display())).hint("--roofline takes a file name, such as roofline.json"));
+    }
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    prepare_dir(parent, "--roofline")?;
+    Ok(path)
+}
+
+fn run_name(args: &RecordArgs) -> String {
+    args.run_name
+        .clone()
+        .or_else(|| std::env::var("ROCTX_UTILS_RUN_NAME").ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| roctx_export::logdir::run_name(std::time::SystemTime::now()))
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Step 2 of the module docs.
+#[allow(clippy::too_many_arguments)]
+fn environment(
+    command: &mut Command,
+    found: &Found,
+    library: &Path,
+    lib_dir: &Path,
+    logdir: &Path,
+    run: &str,
+    roofline: Option<&Path>,
+    no_kernels: bool,
+) -> Result<(), Failure> {
+    let keep = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    match found {
+        Found::Rocm(sdk) => {
+            command.env("ROCP_TOOL_LIBRARIES", tool_list(std::env::var_os("ROCP_TOOL_LIBRARIES"), library));
+            if !keep("ROCPROFILER_REGISTER_LIBRARY") {
+                command.env("ROCPROFILER_REGISTER_LIBRARY", sdk);
+            }
+        }
+        Found::Nvidia(_) => {
+            if let Some(other) = std::env::var_os("NVTX_INJECTION64_PATH").filter(|v| !v.is_empty()) {
+                let same = fs::canonicalize(&other).ok() == fs::canonicalize(library).ok();
+                if !same {
+                    return Err(Failure::new(format!(
+                        "NVTX_INJECTION64_PATH is already set to {}: NVTX loads one injection library per process",
+                        Path::new(&other).display()
+                    ))
+                    .hint("unset it (is the command already under nsys or another NVTX tool?)"));
+                }
+            }
+            command.env("NVTX_INJECTION64_PATH", library);
+        }
+    }
+    command.env("ROCTX_UTILS_XSPACE_OUT", logdir);
+    command.env("ROCTX_UTILS_RUN_NAME", run);
+    if !keep("ROCTX_UTILS_PYTHON_HOOKS") {
+        command.env("ROCTX_UTILS_PYTHON_HOOKS", "1");
+    }
+    let bootstrap = lib_dir.parent().map(|p| p.join("python/bootstrap")).filter(|p| p.join("sitecustomize.py").is_file());
+    if let Some(bootstrap) = bootstrap {
+        let mut paths = vec![bootstrap];
+        if let Some(old) = std::env::var_os("PYTHONPATH") {
+            paths.extend(std::env::split_paths(&old));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            command.env("PYTHONPATH", joined);
+        }
+    }
+    if no_kernels {
+        command.env("ROCTX_UTILS_KERNELS", "0");
+    }
+    if let Some(report) = roofline {
+        command.env("ROCTX_UTILS_ROOFLINE_OUT", report);
+    }
+    Ok(())
+}
+
+/// `ROCP_TOOL_LIBRARIES` with `library` added last, ended with `:` when there is more than one
+/// entry (the SDK keeps only the pieces a `:` ends once the value holds a `:`).
+pub(crate) fn tool_list(existing: Option<OsString>, library: &Path) -> OsString {
+    let ours = library.as_os_str();
+    let mut entries: Vec<OsString> = existing
+        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).map(PathBuf::into_os_string).collect())
+        .unwrap_or_default();
+    entries.retain(|e| e.as_os_str() != ours);
+    if entries.is_empty() {
+        return ours.to_owned();
+    }
+    entries.push(ours.to_owned());
+    let mut out = OsString::new();
+    for e in entries {
+        out.push(e);
+        out.push(":");
+    }
+    out
+}
+
+/// What the traces of the run hold.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    processes: usize,
+    ranges: u64,
+    marks: u64,
+    kernels: u64,
+    copies: u64,
+    warnings: Vec<String>,
+    unreadable: Vec<String>,
+}
+
+fn count(files: &[PathBuf]) -> Counts {
+    let mut c = Counts { processes: files.len(), ..Counts::default() };
+    for file in files {
+        match input::read(file) {
+            Ok(space) => add(&mut c, &space),
+            Err(_) => c.unreadable.push(file.display().to_string()),
+        }
+    }
+    c
+}
+
+fn add(c: &mut Counts, space: &XSpace) {
+    for plane in &space.planes {
+        let gpu = plane.name.starts_with("/device:GPU:");
+        for line in &plane.lines {
+            let roctx = !gpu && line.name.ends_with("/ROCTX");
+            for event in &line.events {
+                if roctx {
+                    if event.duration_ps > 0 {
+                        c.ranges += 1;
+                    } else {
+                        c.marks += 1;
+                    }
+                } else if gpu {
+                    let name = plane.event_metadata.get(&event.metadata_id).map_or("", |m| m.name.as_str());
+                    if name.starts_with("Memcpy") || name.starts_with("Memset") {
+                        c.copies += 1;
+                    } else {
+                        c.kernels += 1;
+                    }
+                }
+            }
+        }
+    }
+    c.warnings.extend(space.warnings.iter().cloned());
+}
+
+fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitStatus, forwarded: bool) {
+    use std::os::unix::process::ExitStatusExt;
+    let files = xspaces(run_dir);
+    let c = count(&files);
+    let ended = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with {code}"),
+        (None, Some(sig)) => format!("was killed by {}", signal_name(sig)),
+        _ => "ended".to_owned(),
+    };
+    eprintln!("roctx record: the command {ended}{}", if forwarded { " (signals sent to roctx were passed on to it)" } else { "" });
+    if files.is_empty() {
+        let why = match status.signal() {
+            Some(9) => "SIGKILL gives a process no chance to write: everything it captured is lost".to_owned(),
+            Some(_) => "it died of a signal before writing (a fatal signal's own handler never ran ours)".to_owned(),
+            None => "nothing was captured: did the command use the GPU or make an annotation? (ROCTX_UTILS_LOG=info says what happened at start-up)".to_owned(),
+        };
+        eprintln!("roctx record: no trace was written to {}: {why}", run_dir.display());
+    } else {
+        eprintln!(
+            "roctx record: {} {}, {} ranges, {} marks, {} kernels, {} memory copies",
+            c.processes,
+            if c.processes == 1 { "process" } else { "processes" },
+            c.ranges,
+            c.marks,
+            c.kernels,
+            c.copies
+        );
+        if c.warnings.is_empty() && c.unreadable.is_empty() {
+            eprintln!("roctx record: nothing was dropped");
+        }
+        for w in &c.warnings {
+            eprintln!("roctx record: LOST: {w}");
+        }
+        for f in &c.unreadable {
+            eprintln!("roctx record: {f} could not be read (cut short?)");
+        }
+        for f in &files {
+            eprintln!("  {}", f.display());
+        }
+    }
+    if let Some(report) = roofline {
+        if report.is_file() {
+            eprintln!("roctx record: roofline report {} (roctx roofline {} --svg roofline.svg)", report.display(), report.display());
+        } else {
+            eprintln!("roctx record: no roofline report at {}", report.display());
+        }
+    }
+    if !files.is_empty() {
+        eprintln!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), run_dir.display());
+    }
+}
+
+fn xspaces(run_dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(run_dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".xplane.pb")).collect())
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn signal_name(sig: i32) -> String {
+    signal_hook::low_level::signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_owned)
+}
+
+/// The command's exit, as ours: its code, or its signal raised on ourselves (after our own
+/// handlers are gone), so that a shell or a job scheduler sees what it would have seen.
+fn exit_like(status: ExitStatus) -> Status {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return Status::Exit(u8::try_from(code).unwrap_or(1));
+    }
+    let sig = status.signal().unwrap_or(0);
+    let _ = signal_hook::low_level::emulate_default_handler(sig);
+    Status::Exit(u8::try_from(128 + sig).unwrap_or(255))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_library_is_appended_and_the_list_ended_with_a_colon() {
+        let ours = Path::new("/r/lib/libroctx_utils_tool.so");
+        assert_eq!(tool_list(None, ours), OsString::from("/r/lib/libroctx_utils_tool.so"));
+        assert_eq!(tool_list(Some("/opt/rocm/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so".into()), ours), OsString::from("/opt/rocm/lib/rocprofiler-sdk/librocprofiler-sdk-tool.so:/r/lib/libroctx_utils_tool.so:"));
+        assert_eq!(tool_list(Some("a.so:b.so:".into()), ours), OsString::from("a.so:b.so:/r/lib/libroctx_utils_tool.so:"));
+        // Already listed: not twice.
+        assert_eq!(tool_list(Some("/r/lib/libroctx_utils_tool.so".into()), ours), OsString::from("/r/lib/libroctx_utils_tool.so"));
+    }
+}
