@@ -18,6 +18,9 @@
 #      unit tests against that library, and an annotated JAX script (explicitly hooked, then
 #      with ROCTX_UTILS_PYTHON_HOOKS=1) read back through XProf; the XLA fork's TraceMeWrapper
 #      patch (integrations/xla/check.sh: applies to the pinned files, reduced copy tested);
+#   5d. the release tarball (scripts/release.sh) unpacked into a fresh directory, and its
+#      `roctx record -- COMMAND` against stock hosts on the fake rocprofiler-sdk (each record
+#      layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh);
 #   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
 #      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
 #      (ThreadSanitizer), in the same output base as 4 and 7;
@@ -651,6 +654,33 @@ run_nvtx_real() {
   record_result "nvtx: real client" "$log" "nvtx real client" "${PIPESTATUS[0]}" "the client"
 }
 
+# ---------------------------------------------------------------------------------------------
+# 5d. The release tarball (scripts/release.sh), unpacked into a fresh directory, and its
+#     `roctx record -- COMMAND` against stock hosts on the fake rocprofiler-sdk (every record
+#     layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh).
+# ---------------------------------------------------------------------------------------------
+run_record() {
+  local dir=$TMPDIR_TESTS/record tarball log=$TMPDIR_TESTS/record/check.log
+  mkdir -p "$dir/unpacked"
+  echo
+  echo "==> RELEASE_COMPILATION_MODE=fastbuild bash scripts/release.sh $dir"
+  if ! tarball=$(RELEASE_COMPILATION_MODE=fastbuild bash scripts/release.sh "$dir" | tail -n 1) || [ ! -f "$tarball" ]; then
+    record "record: release tarball" 0 1 "scripts/release.sh failed"
+    return
+  fi
+  if ! tar -xzf "$tarball" -C "$dir/unpacked" || ! "$BAZEL" build --config=bazel4 --config=rocm \
+      //cc_tests:stock_hip_host //cc_tests:stock_cuda_host //cc_tests:libfake_other_tool.so \
+      //cc_tests:libfake_rocprofiler_sdk.so //cc_tests:fake_sdk7/lib/librocprofiler-sdk.so.1 \
+      //cc_tests:libfake_cupti.so //cc_tests:libfake_roctx.so; then
+    record "record: release tarball" 0 1 "unpacking $tarball or building the test hosts failed"
+    return
+  fi
+  record "record: release tarball" 1 0
+  bash tests/record/check_record.sh "$dir/unpacked/$(basename "$tarball" .tar.gz)" "$ROOT/bazel-bin" \
+    "$XPROF_VENV/bin/python" "$dir/work" 2>&1 | tee "$log"
+  record_result "record: roctx record" "$log" "record" "${PIPESTATUS[0]}" check_record.sh
+}
+
 run_cargo
 run_clippy
 run_valgrind                                        # the Rust unit tests under memcheck
@@ -658,6 +688,7 @@ run_bazel "bazel test --config=rocm" --config=rocm  # Rust implementation
 run_xprof                                           # needs the rocm build of the example
 run_nvtx_real                                       # needs the xprof venv's pip
 run_python                                          # needs the venv and the injection library
+run_record                                          # needs the venv and the rocm build (before 6)
 run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations

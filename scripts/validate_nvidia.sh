@@ -6,6 +6,7 @@
 #   (cd rust && cargo build --release --locked -p roctx_cli)
 #   mkdir -p .devbin && cp bazel-bin/nvtx/libroctx_utils_nvtx.so rust/target/release/roctx .devbin/
 #   python3 -m pip wheel --no-deps -w .devbin ./python         # the Python package, for `python`
+#   bash scripts/release.sh .devbin                             # the release tarball, for `record`
 #   bash scripts/nvidia/build_ggml_cuda.sh /path/to/ggml   # .devbin/ggml: llama.cpp's ggml-cuda, sm_90a
 #   # then, on the device, with .devbin carried:  bash scripts/validate_nvidia.sh .devbin [jax torch llama]
 #
@@ -22,7 +23,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax defaults inside python overhead names torch llama} "
+SECTIONS=" ${*:-jax defaults inside record python overhead names torch llama} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -93,6 +94,32 @@ for pause in 0 200; do
   python3 scripts/nvidia/compare_defaults.py inside "$WORK/iours.json" "$WORK/ixla.json" "$WORK/dref.json" "$STEPS" | tee "$OUTDIR/compare_inside$pause.txt"
   tally "$OUTDIR/compare_inside$pause.txt" "validate inside"
 done
+fi
+
+if want record; then
+# Issue 24: `roctx record` from the unpacked release tarball (carried in the binaries folder), with
+# roctx_utils NOT installed in the environment (the tarball's start-up hook provides it), against
+# the same JAX script with the injection set by hand, at XLA's default flags.
+echo "== roctx record -- python3 jax_user_steps.py vs the injection by hand =="
+TAR=$(ls "$BIN"/roctx_utils-*-linux-x86_64.tar.gz 2>/dev/null | head -n 1)
+if [ -z "$TAR" ]; then
+  echo "no release tarball in $BIN (bash scripts/release.sh $BIN)"; failed=$((failed + 1))
+else
+  tar -xzf "$TAR" -C "$WORK" && R=$WORK/$(basename "$TAR" .tar.gz)
+  python3 -m pip uninstall -q -y roctx-utils >/dev/null 2>&1
+  (cd scripts/nvidia && XLA_FLAGS= "$R/bin/roctx" record -o "$WORK/rec" --run-name rec -- python3 jax_user_steps.py "$STEPS") \
+    >"$OUTDIR/record.log" 2>&1 || tail "$OUTDIR/record.log"
+  grep -h "roctx record" "$OUTDIR/record.log"
+  if ls "$BIN"/roctx_utils-*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-deps --no-index --force-reinstall "$BIN"/roctx_utils-*.whl
+  fi
+  (cd scripts/nvidia && XLA_FLAGS= ROCTX_UTILS_PYTHON_HOOKS=1 NVTX_INJECTION64_PATH=$R/lib/libroctx_utils_nvtx.so \
+    ROCTX_UTILS_XSPACE_OUT=$WORK/hand python3 jax_user_steps.py "$STEPS") >"$OUTDIR/record_hand.log" 2>&1 || tail "$OUTDIR/record_hand.log"
+  "$R/bin/roctx" convert --format chrome "$WORK/rec/plugins/profile/rec" -o "$WORK/rec.json" >/dev/null
+  "$R/bin/roctx" convert --format chrome "$(find "$WORK/hand" -name '*.xplane.pb' | head -n 1)" -o "$WORK/hand.json" >/dev/null
+  (cd scripts/nvidia && python3 compare_record.py "$WORK/rec.json" "$WORK/hand.json" "$STEPS") | tee "$OUTDIR/compare_record.txt"
+  tally "$OUTDIR/compare_record.txt" "validate record"
+fi
 fi
 
 if want python; then

@@ -13,6 +13,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import unittest
@@ -396,6 +397,26 @@ class Discovery(unittest.TestCase):
         first = run_python("import roctx_utils; print(roctx_utils.library())",
                            {"NVTX_INJECTION64_PATH": LIBRARY}, env_drop=("ROCTX_UTILS_LIBRARY",))
         self.assertIn("NVTX_INJECTION64_PATH, loaded here first", first.stdout, first.stderr)
+
+    def test_a_listed_tool_not_loaded_yet_is_reached_through_roctx_never_by_path(self):
+        # ROCm under `roctx record`: the tool library is in ROCP_TOOL_LIBRARIES but Python runs
+        # before HIP. A roctx library (here under $ROCM_PATH/lib; any C library exporting the
+        # three roctx functions would do) is used, and the tool is never loaded by path.
+        root = tempfile.mkdtemp()
+        os.makedirs(os.path.join(root, "lib"))
+        r = run_python("""
+            import roctx_utils
+            roctx_utils.mark("m")
+            print(roctx_utils.library())
+            with open("/proc/self/maps") as maps:
+                print("tool mapped:", "libroctx_utils" in maps.read())
+        """, {"ROCP_TOOL_LIBRARIES": LIBRARY, "ROCM_PATH": root},
+            env_drop=("ROCTX_UTILS_LIBRARY", "NVTX_INJECTION64_PATH"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tool mapped: False", r.stdout)
+        # No rocprofiler-sdk roctx on this machine: said once, annotations off.
+        self.assertIn("no rocprofiler-sdk roctx", r.stderr)
+        self.assertEqual(r.stderr.count("roctx_utils (python): warning"), 1, r.stderr)
 
     def test_hooks_variable(self):
         code = """

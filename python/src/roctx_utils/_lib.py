@@ -10,7 +10,12 @@ Search order (the first that exports the whole API wins):
    (``libroctx_utils_nvtx.so`` does);
 3. the NVTX injection library, loaded by path: NVTX loads the same file later, and the loader
    hands both of us one copy. The library then knows it is an NVIDIA process from this first
-   call (it compares ``NVTX_INJECTION64_PATH`` with itself) and starts CUPTI.
+   call (it compares ``NVTX_INJECTION64_PATH`` with itself) and starts CUPTI;
+4. on ROCm, when ``ROCP_TOOL_LIBRARIES`` lists a roctx_utils tool (``roctx record`` on ROCm) that
+   is not loaded yet: rocprofiler-sdk's own roctx (``librocprofiler-sdk-roctx``), as PyTorch's
+   ``torch.cuda.nvtx`` is on ROCm. Its first call starts the SDK's tool discovery, which loads
+   our tool; every range then reaches it through the SDK. Never our library by path: a second
+   copy beside the SDK's would write a second trace.
 
 Nothing found, or a library without the API, gives one warning and leaves every annotation a
 no-op. Nothing here ever raises into the caller's code.
@@ -66,6 +71,61 @@ class Library:
         self.kernels_reclaim.restype = ctypes.c_int
         self._cdll = cdll  # keeps the handle (and the library) alive
         self._fast = fast
+
+
+class RoctxLibrary:
+    """rocprofiler-sdk's roctx in the role of the C API: ranges and marks are roctx calls that
+    the SDK hands to our tool; the kernel calls have nothing to do (every rocprofiler-sdk tool
+    has its own context, and the tool flushes at exit)."""
+
+    def __init__(self, cdll, origin):
+        self.origin = origin
+        fast = ctypes.PyDLL(cdll._name, handle=cdll._handle)
+        self.range_push = fast.roctxRangePushA
+        self.range_push.argtypes = [ctypes.c_char_p]
+        self.range_push.restype = ctypes.c_int
+        self.range_pop = fast.roctxRangePop
+        self.range_pop.argtypes = []
+        self.range_pop.restype = ctypes.c_int
+        self.mark = fast.roctxMarkA
+        self.mark.argtypes = [ctypes.c_char_p]
+        self.mark.restype = None
+        self._cdll = cdll
+        self._fast = fast
+
+    @staticmethod
+    def kernel_stats_get(_buf):
+        return NOT_RUNNING
+
+    @staticmethod
+    def kernels_handover():
+        return NOT_RUNNING
+
+    @staticmethod
+    def kernels_reclaim():
+        return NOT_RUNNING
+
+
+# ROCTX_UTILS_NOT_RUNNING (roctx_utils.h).
+NOT_RUNNING = 2
+
+ROCTX_SONAMES = ("librocprofiler-sdk-roctx.so.1", "librocprofiler-sdk-roctx.so.0")
+
+
+def _roctx(env, notes):
+    roots = [os.path.join(env[k], "lib") for k in ("ROCM_PATH",) if env.get(k)] + ["/opt/rocm/lib"]
+    for name in ROCTX_SONAMES:
+        for path in [name] + [os.path.join(r, name) for r in roots]:
+            try:
+                cdll = ctypes.CDLL(path, mode=RTLD_LAZY)
+            except OSError:
+                continue
+            if all(hasattr(cdll, f) for f in ("roctxRangePushA", "roctxRangePop", "roctxMarkA")):
+                return RoctxLibrary(cdll, "%s (rocprofiler-sdk's roctx, for the roctx_utils tool in "
+                                          "ROCP_TOOL_LIBRARIES)" % path)
+    notes.append("ROCP_TOOL_LIBRARIES lists a roctx_utils tool, but no rocprofiler-sdk roctx (%s) "
+                 "could be loaded" % ", ".join(ROCTX_SONAMES))
+    return None
 
 
 def _exports_api(cdll):
@@ -145,7 +205,13 @@ def find(environ=None):
         lib = _try(injection, RTLD_LAZY, "NVTX_INJECTION64_PATH, loaded here first", notes)
         if lib:
             return lib, notes
-    if not explicit and not injection:
+    tools = [p for p in _split_paths(env.get("ROCP_TOOL_LIBRARIES"))
+             if os.path.basename(p).startswith("libroctx_utils")]
+    if tools:
+        lib = _roctx(env, notes)
+        if lib:
+            return lib, notes
+    if not explicit and not injection and not tools:
         notes.append("no roctx_utils library is loaded in this process, and neither "
                      "ROCTX_UTILS_LIBRARY nor NVTX_INJECTION64_PATH names one")
     return None, notes

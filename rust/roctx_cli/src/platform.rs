@@ -12,9 +12,10 @@
 //! When both are found, the device nodes decide (`/dev/kfd` is ROCm, `/dev/nvidiactl` NVIDIA); if
 //! they do not, `--platform` must.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use roctx_config::launch::LaunchEnv;
 
 use crate::args::Platform;
 use crate::messages::Failure;
@@ -39,32 +40,13 @@ pub(crate) enum Found {
     Nvidia(Option<PathBuf>),
 }
 
-/// What the environment says, read once by the caller (only `main`'s process reads it).
-#[derive(Debug, Default)]
-pub(crate) struct Env {
-    pub(crate) rocprofiler_library: Option<OsString>,
-    pub(crate) rocm_path: Option<OsString>,
-    pub(crate) ld_library_path: Option<OsString>,
-}
-
-impl Env {
-    /// The variables the search reads, from this process's environment.
-    pub(crate) fn current() -> Env {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        Env {
-            rocprofiler_library: var("ROCTX_UTILS_ROCPROFILER_LIBRARY"),
-            rocm_path: var("ROCM_PATH"),
-            ld_library_path: var("LD_LIBRARY_PATH"),
-        }
-    }
-
-    fn library_dirs(&self) -> Vec<PathBuf> {
-        self.ld_library_path.as_ref().map(|v| std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
-    }
+/// The directories of `LD_LIBRARY_PATH`.
+fn library_dirs(env: &LaunchEnv) -> Vec<PathBuf> {
+    env.ld_library_path.as_ref().map(|v| std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
 }
 
 /// Detects (or, with an explicit `--platform`, checks) the platform.
-pub(crate) fn detect(requested: Platform, env: &Env) -> Result<Found, Failure> {
+pub(crate) fn detect(requested: Platform, env: &LaunchEnv) -> Result<Found, Failure> {
     let cache = LoaderCache::read();
     match requested {
         Platform::Rocm => find_sdk(env, &cache).map(Found::Rocm).map_err(|tried| {
@@ -99,11 +81,11 @@ pub(crate) fn detect(requested: Platform, env: &Env) -> Result<Found, Failure> {
     }
 }
 
-fn find_sdk(env: &Env, cache: &LoaderCache) -> Result<PathBuf, Vec<String>> {
+fn find_sdk(env: &LaunchEnv, cache: &LoaderCache) -> Result<PathBuf, Vec<String>> {
     let mut places: Vec<PathBuf> = env.rocprofiler_library.iter().map(PathBuf::from).collect();
     let mut roots: Vec<PathBuf> = env.rocm_path.iter().map(|r| Path::new(r).join("lib")).collect();
     roots.push(PathBuf::from("/opt/rocm/lib"));
-    roots.extend(env.library_dirs());
+    roots.extend(library_dirs(env));
     for root in &roots {
         places.extend(SDK_NAMES.iter().map(|n| root.join(n)));
     }
@@ -111,8 +93,8 @@ fn find_sdk(env: &Env, cache: &LoaderCache) -> Result<PathBuf, Vec<String>> {
     first_file(places)
 }
 
-fn find_cuda(env: &Env, cache: &LoaderCache) -> Result<PathBuf, Vec<String>> {
-    let mut places: Vec<PathBuf> = env.library_dirs().into_iter().map(|d| d.join(CUDA_NAME)).collect();
+fn find_cuda(env: &LaunchEnv, cache: &LoaderCache) -> Result<PathBuf, Vec<String>> {
+    let mut places: Vec<PathBuf> = library_dirs(env).into_iter().map(|d| d.join(CUDA_NAME)).collect();
     places.extend(CUDA_DIRS.iter().map(|d| Path::new(d).join(CUDA_NAME)));
     places.extend(cache.lookup(CUDA_NAME));
     first_file(places)
@@ -170,11 +152,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("roctx_platform_{}", std::process::id()));
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::fs::write(dir.join("lib/librocprofiler-sdk.so.0"), b"").unwrap();
-        let env = Env { rocm_path: Some(dir.clone().into()), ..Env::default() };
+        let env = LaunchEnv { rocm_path: Some(dir.clone().into()), ..LaunchEnv::default() };
         assert_eq!(find_sdk(&env, &LoaderCache(String::new())), Ok(dir.join("lib/librocprofiler-sdk.so.0")));
         let explicit = dir.join("mine.so");
         std::fs::write(&explicit, b"").unwrap();
-        let env = Env { rocprofiler_library: Some(explicit.clone().into()), rocm_path: Some(dir.clone().into()), ..Env::default() };
+        let env = LaunchEnv { rocprofiler_library: Some(explicit.clone().into()), rocm_path: Some(dir.clone().into()), ..LaunchEnv::default() };
         assert_eq!(find_sdk(&env, &LoaderCache(String::new())), Ok(explicit));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -29,6 +29,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use roctx_config::launch::LaunchEnv;
 use roctx_export::xplane_proto::XSpace;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::exfiltrator::WithOrigin;
@@ -50,15 +51,16 @@ const FORWARDED: [i32; 6] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
 
 /// Runs `roctx record`.
 pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
-    let found = platform::detect(args.platform, &platform::Env::current())?;
+    let env = LaunchEnv::current();
+    let found = platform::detect(args.platform, &env)?;
     let lib_dir = lib_dir(args)?;
     let library = library(&lib_dir, &found)?;
     let logdir = prepare_dir(&args.output, "-o")?;
     let roofline = args.roofline.as_deref().map(prepare_report).transpose()?;
-    let run = run_name(args);
+    let run = args.run_name.clone().or_else(|| env.run_name.clone()).unwrap_or_else(|| roctx_export::logdir::run_name(std::time::SystemTime::now()));
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    environment(&mut command, &found, &library, &lib_dir, &logdir, &run, roofline.as_deref(), args.no_kernels)?;
+    environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_deref(), args.no_kernels)?;
 
     let what = match &found {
         Found::Rocm(sdk) => format!("ROCm (rocprofiler-sdk {})", sdk.display()),
@@ -152,13 +154,6 @@ fn prepare_report(path: &Path) -> Result<PathBuf, Failure> {
     Ok(path)
 }
 
-fn run_name(args: &RecordArgs) -> String {
-    args.run_name
-        .clone()
-        .or_else(|| std::env::var("ROCTX_UTILS_RUN_NAME").ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| roctx_export::logdir::run_name(std::time::SystemTime::now()))
-}
-
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
@@ -167,6 +162,7 @@ fn absolute(path: &Path) -> PathBuf {
 #[allow(clippy::too_many_arguments)]
 fn environment(
     command: &mut Command,
+    env: &LaunchEnv,
     found: &Found,
     library: &Path,
     lib_dir: &Path,
@@ -175,21 +171,20 @@ fn environment(
     roofline: Option<&Path>,
     no_kernels: bool,
 ) -> Result<(), Failure> {
-    let keep = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     match found {
         Found::Rocm(sdk) => {
-            command.env("ROCP_TOOL_LIBRARIES", tool_list(std::env::var_os("ROCP_TOOL_LIBRARIES"), library));
-            if !keep("ROCPROFILER_REGISTER_LIBRARY") {
+            command.env("ROCP_TOOL_LIBRARIES", tool_list(env.tool_libraries.clone(), library));
+            if env.register_library.is_none() {
                 command.env("ROCPROFILER_REGISTER_LIBRARY", sdk);
             }
         }
         Found::Nvidia(_) => {
-            if let Some(other) = std::env::var_os("NVTX_INJECTION64_PATH").filter(|v| !v.is_empty()) {
-                let same = fs::canonicalize(&other).ok() == fs::canonicalize(library).ok();
+            if let Some(other) = &env.nvtx_injection {
+                let same = fs::canonicalize(other).ok() == fs::canonicalize(library).ok();
                 if !same {
                     return Err(Failure::new(format!(
                         "NVTX_INJECTION64_PATH is already set to {}: NVTX loads one injection library per process",
-                        Path::new(&other).display()
+                        Path::new(other).display()
                     ))
                     .hint("unset it (is the command already under nsys or another NVTX tool?)"));
                 }
@@ -199,14 +194,14 @@ fn environment(
     }
     command.env("ROCTX_UTILS_XSPACE_OUT", logdir);
     command.env("ROCTX_UTILS_RUN_NAME", run);
-    if !keep("ROCTX_UTILS_PYTHON_HOOKS") {
+    if env.python_hooks.is_none() {
         command.env("ROCTX_UTILS_PYTHON_HOOKS", "1");
     }
     let bootstrap = lib_dir.parent().map(|p| p.join("python/bootstrap")).filter(|p| p.join("sitecustomize.py").is_file());
     if let Some(bootstrap) = bootstrap {
         let mut paths = vec![bootstrap];
-        if let Some(old) = std::env::var_os("PYTHONPATH") {
-            paths.extend(std::env::split_paths(&old));
+        if let Some(old) = &env.python_path {
+            paths.extend(std::env::split_paths(old));
         }
         if let Ok(joined) = std::env::join_paths(paths) {
             command.env("PYTHONPATH", joined);

@@ -43,6 +43,7 @@ use grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
 
 pub mod job;
 pub use job::{JobIdentity, JOB_ID_VARS, RANK_VARS, RUN_NAME};
+pub mod launch;
 
 /// Who defines a variable's meaning (and so its grammar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,223 @@
+#!/bin/bash
+# `roctx record` from an unpacked release tarball, against stock hosts that know nothing of
+# roctx_utils: cc_tests/stock_hip_host.c on the fake rocprofiler-sdk (every supported record
+# layout, the SDK found through ROCM_PATH as on a ROCm machine) and cc_tests/stock_cuda_host.cc
+# on the fake CUPTI. XProf (tests/xprof/check_xprof.py) reads what was written. Then the
+# failures `roctx record` must catch before the command starts, the exit status, signals, and a
+# plain python3 annotating through the tarball's start-up hook.
+#
+# Usage: tests/record/check_record.sh PREFIX BAZEL_BIN PYTHON WORKDIR
+#   PREFIX     the unpacked tarball (bin/roctx, lib/, python/)
+#   BAZEL_BIN  bazel-bin of a --config=rocm build holding //cc_tests's hosts and fakes
+#   PYTHON     a python with xprof (the test command's venv)
+# Prints PASS/FAIL lines and "record: N passed, M failed"; exits 1 on any failure.
+set -uo pipefail
+
+PREFIX=$1 BIN=$2 PY=$3 WORK=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+CHECK=$HERE/../xprof/check_xprof.py
+ROCTX=$PREFIX/bin/roctx
+HIP_HOST=$BIN/cc_tests/stock_hip_host
+CUDA_HOST=$BIN/cc_tests/stock_cuda_host
+FAKE_ROCM=$BIN/cc_tests/fake_sdk7  # lib/librocprofiler-sdk.so.1
+OTHER_TOOL=$BIN/cc_tests/libfake_other_tool.so
+FAKE_CUPTI=$BIN/cc_tests/libfake_cupti.so
+passed=0 failed=0
+mkdir -p "$WORK"
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+# Nothing of ours, and no GPU stack, may leak in from whoever runs the tests.
+CLEAN=(env -u ROCP_TOOL_LIBRARIES -u ROCPROFILER_REGISTER_LIBRARY -u NVTX_INJECTION64_PATH
+  -u ROCTX_UTILS_XSPACE_OUT -u ROCTX_UTILS_RUN_NAME -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_KERNELS
+  -u ROCTX_UTILS_ROOFLINE_OUT -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_PYTHON_HOOKS -u PYTHONPATH
+  -u ROCM_PATH -u ROCTX_UTILS_ROCPROFILER_LIBRARY -u ROCTX_UTILS_LIBRARY -u RANK)
+
+# The rows of the hosts' work as XProf must draw them: each kernel and copy under the innermost
+# range of the thread that launched it, kernels demangled.
+ROWS=(--gpu-rows 2 --nest 'step 0>forward 0' --nest 'step 1>backward 1' --nest 'step 2>forward 2'
+  --count 'step 0=2' --count 'forward 1=2' --mark 'done 0' --mark 'done 2'
+  --kernel 'void gemm<0>(float const*, float*, int)=forward 0'
+  --kernel 'void gemm<1>(float const*, float*, int)=forward 1'
+  --kernel 'void reduce<2>(float*)=backward 2'
+  --kernel 'MemcpyH2D=backward 0' --kernel 'MemcpyD2H=backward 1' --kernel 'MemcpyD2D=backward 2')
+
+# xprof_check NAME LOGDIR CHECK_XPROF_ARGS...
+xprof_check() {
+  local name=$1 logdir=$2 log
+  shift 2
+  log=$WORK/$name.check.log
+  if "$PY" "$CHECK" "$logdir" "$@" >"$log" 2>&1; then
+    pass "$name: XProf draws every row"
+  else
+    sed 's/^/    /' "$log"
+    fail "$name" "check_xprof.py: $(grep -c '^FAIL' "$log") failed checks"
+  fi
+}
+
+# summary_says NAME LOG REGEX: roctx record's summary says what the traces hold.
+summary_says() {
+  local name=$1 log=$2 want=$3
+  if grep -qE -e "$want" "$log"; then pass "$name: summary"; else sed 's/^/    /' "$log"; fail "$name: summary" "no /$want/"; fi
+}
+
+# ---- the tarball's layout and the tool library's exports ----
+missing=()
+for f in bin/roctx lib/libroctx_utils_tool.so lib/libroctx_utils_nvtx.so include/roctx_utils/roctx_utils.h \
+  include/roctx_utils/roofline.h include/tsl/profiler/lib/nvtx_utils.h python/pyproject.toml \
+  python/src/roctx_utils/__init__.py python/bootstrap/sitecustomize.py README.md; do
+  [ -e "$PREFIX/$f" ] || missing+=("$f")
+done
+if [ ${#missing[@]} -eq 0 ]; then pass "tarball layout"; else fail "tarball layout" "missing ${missing[*]}"; fi
+syms=$(nm -D --defined-only "$PREFIX/lib/libroctx_utils_tool.so" | awk '$2 ~ /^[TDBVWiu]$/ {print $3}' | sort -u)
+extra=$(grep -vE '^(rocprofiler_configure|roctx_utils_[a-z0-9_]+)$' <<<"$syms" | tr '\n' ' ')
+if grep -qx rocprofiler_configure <<<"$syms" && grep -qx roctx_utils_range_push <<<"$syms" && [ -z "$extra" ] &&
+  ! grep -q '^ggml_cuda_roofline' <<<"$syms"; then
+  pass "tool library exports rocprofiler_configure and the C API only"
+else
+  fail "tool library exports" "unexpected: ${extra:-none}; rocprofiler_configure $(grep -cx rocprofiler_configure <<<"$syms")"
+fi
+
+# ---- ROCm: every record layout, SDK found by ROCM_PATH (auto-detection) ----
+for version in 400 500 600 10000 10100; do
+  name=rocm-v$version
+  arg="" rows=3
+  if [ "$version" = 600 ] || [ "$version" = 10100 ]; then
+    arg=roctx-first rows=4  # roctx's first call (a mark on the main thread) starts discovery
+  fi
+  log=$WORK/$name.log
+  "${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" FAKE_ROCPROFILER_VERSION=$version \
+    "$ROCTX" record -o "$WORK/$name" --roofline "$WORK/$name.roofline.json" -- "$HIP_HOST" $arg >"$log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] || ! grep -q '^stock_hip_host: ok' "$log" || ! grep -q 'roctx record: ROCm' "$log"; then
+    sed 's/^/    /' "$log"
+    fail "$name" "roctx record exited $rc (or the host or the platform was wrong)"
+    continue
+  fi
+  pass "$name: ran on ROCm"
+  summary_says "$name" "$log" '1 process, 18 ranges, [34] marks, 12 kernels, 6 memory copies'
+  if [ -s "$WORK/$name.roofline.json" ]; then pass "$name: roofline report"; else fail "$name: roofline report" "not written"; fi
+  xprof_check "$name" "$WORK/$name" --roctx-rows $rows "${ROWS[@]}"
+done
+
+# ---- ROCm: another tool listed already (rocprofv3's place), its list not ended by ':' ----
+name=rocm-with-other-tool
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" FAKE_ROCPROFILER_VERSION=10000 ROCP_TOOL_LIBRARIES="$OTHER_TOOL" \
+  OTHER_TOOL_OUT="$WORK/$name.other" "$ROCTX" record -o "$WORK/$name" -- "$HIP_HOST" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -qE '^priority=0 markers=[1-9]' "$WORK/$name.other" 2>/dev/null; then
+  pass "$name: the other tool ran first and saw the markers"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc; other tool wrote: $(cat "$WORK/$name.other" 2>/dev/null)"
+fi
+xprof_check "$name" "$WORK/$name" --roctx-rows 3 "${ROWS[@]}"
+
+# ---- NVIDIA: the NVTX injection and the fake CUPTI ----
+name=nvidia
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCTX_UTILS_CUPTI_LIBRARY="$FAKE_CUPTI" \
+  "$ROCTX" record --platform nvidia -o "$WORK/$name" -- "$CUDA_HOST" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^stock_cuda_host: ok' "$log"; then
+  pass "$name: ran"
+  summary_says "$name" "$log" '1 process, 18 ranges, 4 marks, 12 kernels, 6 memory copies'
+  xprof_check "$name" "$WORK/$name" --roctx-rows 4 "${ROWS[@]}"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "roctx record exited $rc"
+fi
+
+# ---- Python with nothing installed: the tarball's start-up hook imports its roctx_utils ----
+name=python
+log=$WORK/$name.log
+cat >"$WORK/annotate.py" <<'PYEOF'
+import roctx_utils
+for i in range(3):
+    with roctx_utils.annotate("py_step"):
+        roctx_utils.mark("inside")
+print("annotate.py: ok", roctx_utils.__file__)
+PYEOF
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia --no-kernels -o "$WORK/$name" -- /usr/bin/python3 "$WORK/annotate.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "annotate.py: ok $PREFIX/python/src/roctx_utils" "$log"; then
+  pass "$name: roctx_utils imported from the tarball"
+  xprof_check "$name" "$WORK/$name" --count 'py_step=3' --mark inside
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+
+# ---- Python on ROCm: annotations are roctx calls; the first one starts the SDK's discovery ----
+name=python-rocm
+log=$WORK/$name.log
+mkdir -p "$WORK/rocm/lib"
+ln -sf "$FAKE_ROCM/lib/librocprofiler-sdk.so.1" "$WORK/rocm/lib/librocprofiler-sdk.so.1"
+ln -sf "$BIN/cc_tests/libfake_roctx.so" "$WORK/rocm/lib/librocprofiler-sdk-roctx.so.1"
+"${CLEAN[@]}" ROCM_PATH="$WORK/rocm" "$ROCTX" record -o "$WORK/$name" -- /usr/bin/python3 "$WORK/annotate.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'roctx record: ROCm' "$log" && grep -q "annotate.py: ok" "$log"; then
+  pass "$name: ran on ROCm"
+  xprof_check "$name" "$WORK/$name" --count 'py_step=3' --mark inside
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+
+# ---- failures caught before the command starts: exit 2, the command never runs ----
+# expect_refusal NAME REGEX ROCTX_ARGS... (the command creates $WORK/ran)
+expect_refusal() {
+  local name=$1 want=$2 rc
+  shift 2
+  rm -f "$WORK/ran"
+  "${CLEAN[@]}" "$@" -- /bin/sh -c "touch '$WORK/ran'" >"$WORK/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 2 ] && [ ! -e "$WORK/ran" ] && grep -qE -e "$want" "$WORK/$name.log"; then
+    pass "refused before the command: $name"
+  else
+    sed 's/^/    /' "$WORK/$name.log"
+    fail "refused before the command: $name" "exit $rc, ran: $([ -e "$WORK/ran" ] && echo yes || echo no)"
+  fi
+}
+expect_refusal no-platform 'no GPU profiling stack found' "$ROCTX" record -o "$WORK/x" --platform auto
+expect_refusal rocm-without-sdk '--platform rocm, but rocprofiler-sdk was not found' "$ROCTX" record -o "$WORK/x" --platform rocm
+expect_refusal missing-library 'libroctx_utils_tool.so does not exist' env ROCM_PATH="$FAKE_ROCM" "$ROCTX" record --lib-dir "$WORK/nolib" -o "$WORK/x"
+expect_refusal unwritable-logdir 'cannot write in|creating' env ROCM_PATH="$FAKE_ROCM" "$ROCTX" record -o /proc/roctx_logs
+expect_refusal logdir-is-a-file 'not a directory' env ROCM_PATH="$FAKE_ROCM" "$ROCTX" record -o "$PREFIX/README.md"
+expect_refusal other-nvtx-injection 'NVTX_INJECTION64_PATH is already set' env NVTX_INJECTION64_PATH=/opt/nsys/libToolsInjection64.so "$ROCTX" record --platform nvidia -o "$WORK/x"
+
+# ---- the exit status and signals ----
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia -o "$WORK/codes" -- /bin/sh -c 'exit 7' >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 7 ]; then pass "the command's exit code passes through"; else fail "exit code" "got $rc, expected 7"; fi
+
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia -o "$WORK/codes" -- /bin/sh -c 'kill -KILL $$' >"$WORK/killed.log" 2>&1
+rc=$?
+if [ $rc -eq 137 ] && grep -q 'SIGKILL gives a process no chance' "$WORK/killed.log"; then
+  pass "a command killed by SIGKILL: roctx dies of it too and says what was lost"
+else
+  sed 's/^/    /' "$WORK/killed.log"
+  fail "killed command" "exit $rc"
+fi
+
+# SIGTERM sent to roctx alone (as `timeout` or a scheduler sends it) reaches the command, whose
+# handler runs; roctx then exits with the command's code.
+"${CLEAN[@]}" setsid "$ROCTX" record --platform nvidia -o "$WORK/codes" -- /bin/sh -c \
+  "trap 'echo got TERM > \"$WORK/term\"; exit 42' TERM; echo ready > \"$WORK/ready\"; while :; do sleep 0.1; done" \
+  >"$WORK/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+if [ $rc -eq 42 ] && grep -q 'got TERM' "$WORK/term" 2>/dev/null && grep -q 'passed on to it' "$WORK/term.log"; then
+  pass "SIGTERM to roctx is forwarded to the command"
+else
+  sed 's/^/    /' "$WORK/term.log"
+  fail "SIGTERM forwarding" "exit $rc, handler ran: $([ -e "$WORK/term" ] && echo yes || echo no)"
+fi
+
+echo "record: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
