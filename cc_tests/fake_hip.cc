@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include <atomic>
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_register.h"
 #include "fake_sdk_hooks.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -53,19 +53,6 @@ std::vector<Module> g_modules;
 uint64_t g_next_kernel_id = 1;
 std::atomic<uint64_t> g_device_clock{0};  // device timeline: work runs back to back
 
-bool EnvSet(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
-bool EnvBool(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return !(s == "0" || s == "false" || s == "no" || s == "off");
-}
-
 uint64_t BoottimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -84,17 +71,8 @@ std::pair<uint64_t, uint64_t> DeviceInterval(uint64_t duration_ns) {
 }
 
 void RegisterWithRocprofiler() {
-  const bool indicated = EnvBool("ROCPROFILER_REGISTER_ENABLED", true) &&
-                         (EnvBool("ROCPROFILER_REGISTER_FORCE_LOAD", false) ||
-                          EnvSet("ROCP_TOOL_LIBRARIES") || EnvSet("ROCPROFILER_REGISTER_LIBRARY") ||
-                          dlsym(RTLD_DEFAULT, "rocprofiler_configure") != nullptr);
-  if (!indicated) return;
-  if (dlsym(RTLD_DEFAULT, "rocprofiler_set_api_table") == nullptr) {
-    const char* lib = std::getenv("ROCPROFILER_REGISTER_LIBRARY");
-    dlopen(lib != nullptr && *lib != '\0' ? lib : "librocprofiler-sdk.so", RTLD_GLOBAL | RTLD_LAZY);
-  }
-  using SetApiTable = int (*)(const char*, uint64_t, uint64_t, void**, uint64_t);
-  auto set = reinterpret_cast<SetApiTable>(dlsym(RTLD_DEFAULT, "rocprofiler_set_api_table"));
+  if (!fake_register::ToolIndicated()) return;
+  const fake_register::SetApiTable set = fake_register::FindSdk();
   if (set == nullptr) return;  // the real register aborts here
   g_sdk.load_symbol = reinterpret_cast<FakeSdkLoadKernelSymbolFn>(dlsym(RTLD_DEFAULT, "fake_sdk_load_kernel_symbol"));
   g_sdk.dispatch = reinterpret_cast<FakeSdkDispatchKernelExFn>(dlsym(RTLD_DEFAULT, "fake_sdk_dispatch_kernel_ex"));

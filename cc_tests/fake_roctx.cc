@@ -31,6 +31,8 @@
 #include <mutex>
 #include <string>
 
+#include "fake_register.h"
+
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
@@ -58,51 +60,20 @@ std::atomic<int> g_sdk_state{-1};
 using SdkDispatch = int (*)(int op, int phase, const char* message, uint64_t arg_u64,
                             int64_t retval, int kind);
 
-bool EnvSet(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
-bool EnvBool(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "0" || s == "false" || s == "no" || s == "off" || s == "n" || s == "f") return false;
-  return true;
-}
-
 // Resolved once, at the first roctx call (like roctx's one registration with
 // rocprofiler-register).
 SdkDispatch Sdk() {
   static const SdkDispatch dispatch = []() -> SdkDispatch {
-    const bool indicated = EnvBool("ROCPROFILER_REGISTER_ENABLED", true) &&
-                           (EnvBool("ROCPROFILER_REGISTER_FORCE_LOAD", false) ||
-                            EnvSet("ROCP_TOOL_LIBRARIES") ||
-                            EnvSet("ROCPROFILER_REGISTER_LIBRARY") ||
-                            dlsym(RTLD_DEFAULT, "rocprofiler_configure") != nullptr);
-    if (!indicated) {
+    if (!fake_register::ToolIndicated()) {
       g_sdk_state.store(0);
       return nullptr;
     }
+    const fake_register::SetApiTable set = fake_register::FindSdk();
     auto fn = reinterpret_cast<SdkDispatch>(dlsym(RTLD_DEFAULT, "fake_sdk_dispatch_roctx"));
-    if (fn == nullptr) {
-      // rocprofiler-register's own search for the SDK: $ROCPROFILER_REGISTER_LIBRARY, else the
-      // unversioned name, loaded RTLD_GLOBAL (the real one aborts where this finds nothing).
-      const char* lib = std::getenv("ROCPROFILER_REGISTER_LIBRARY");
-      if (dlopen(lib != nullptr && *lib != '\0' ? lib : "librocprofiler-sdk.so", RTLD_GLOBAL | RTLD_LAZY)) {
-        fn = reinterpret_cast<SdkDispatch>(dlsym(RTLD_DEFAULT, "fake_sdk_dispatch_roctx"));
-      }
-    }
     g_sdk_state.store(fn ? 1 : 2);
-    if (fn != nullptr) {
-      // roctx's one registration: the SDK runs its tool discovery now if nothing started it
-      // yet, so this very call is already traced.
-      using SetApiTable = int (*)(const char*, uint64_t, uint64_t, void**, uint64_t);
-      if (auto set = reinterpret_cast<SetApiTable>(dlsym(RTLD_DEFAULT, "rocprofiler_set_api_table"))) {
-        set("roctx", 10000, 0, nullptr, 0);
-      }
-    }
+    // roctx's one registration: the SDK runs its tool discovery now if nothing started it yet,
+    // so this very call is already traced.
+    if (fn != nullptr && set != nullptr) set("roctx", 10000, 0, nullptr, 0);
     return fn;
   }();
   return dispatch;
