@@ -78,7 +78,9 @@ pub struct KernelStats {
     pub dispatches: u64,
     /// Dispatches over [`MAX_DISPATCHES`] (lost).
     pub dropped_cap: u64,
-    /// Records that were not well-formed dispatches or symbols (lost).
+    /// Records that were not well-formed dispatches or symbols, or that no device could have
+    /// produced (ending before they start, over [`MAX_DISPATCH_NS`] long, or ending past
+    /// [`FUTURE_SLACK_NS`] after their delivery; lost).
     pub rejected_records: u64,
     /// Records the SDK reports it dropped itself (its `drop_count`; lost).
     pub sdk_dropped: u64,
@@ -288,12 +290,33 @@ fn demangle_pending() {
 /// launch ([`record_launches`]) and its thread's op scopes ([`scope_changed`]), or waits for its
 /// launch; one without carries its attribution in `external` ([`attribution`]).
 pub fn record_dispatch<I: IntoIterator<Item = RawDispatch>>(batch: I) {
+    // One clock read per batch, not per record.
+    let horizon = roctx_sys::os::boottime_ns().saturating_add(FUTURE_SLACK_NS);
     with(|s| {
         for d in batch {
+            if implausible(&d, horizon) {
+                s.stats.rejected_records += 1;
+                continue;
+            }
             s.dispatch(d);
         }
         s.scopes.prune();
     });
+}
+
+/// The longest a kernel, copy or set may run before its record is taken for garbage: 6 hours.
+/// A record that ends at `u64::MAX` would otherwise be a 584-year dispatch and make every total
+/// meaningless.
+pub const MAX_DISPATCH_NS: u64 = 6 * 3600 * 1_000_000_000;
+/// How far past the delivery time a record may end (clock skew between the device and
+/// `CLOCK_BOOTTIME`): 60 s.
+pub const FUTURE_SLACK_NS: u64 = 60 * 1_000_000_000;
+
+/// A record no device could have produced: it ends before it starts, runs longer than
+/// [`MAX_DISPATCH_NS`], or ends after `horizon` (the delivery time plus [`FUTURE_SLACK_NS`]).
+/// Counted in [`KernelStats::rejected_records`].
+fn implausible(d: &RawDispatch, horizon: u64) -> bool {
+    d.end_ns < d.start_ns || d.end_ns - d.start_ns > MAX_DISPATCH_NS || d.end_ns > horizon
 }
 
 /// One delivered batch of launch calls (API records). Dispatches that were waiting for one of

@@ -268,3 +268,22 @@ fn waiting_is_bounded_and_what_is_pushed_out_is_counted() {
     settle();
     assert_eq!(stats().unjoined, join::MAX_WAITING as u64 + 5);
 }
+
+#[test]
+fn records_no_device_could_have_produced_are_rejected_and_counted() {
+    // Issue 25, item 13: an end at u64::MAX was kept as a 584-year dispatch.
+    let _g = serial();
+    let now = roctx_sys::os::boottime_ns();
+    let id = begin_invocation(op("ADD", 16));
+    record_dispatch([
+        dispatch(100, u64::MAX, 1, id, 0),                    // ends 584 years later
+        dispatch(500, 400, 1, id, 0),                         // ends before it starts
+        dispatch(1_000, 1_000 + MAX_DISPATCH_NS + 1, 1, id, 0), // runs over 6 hours
+        dispatch(now, now + 3_600_000_000_000, 1, id, 0),     // ends an hour after delivery
+        dispatch(now - 50_000, now - 40_000, 1, id, 0),       // a real one: 10 us, just ended
+    ]);
+    let s = snapshot();
+    assert_eq!(s.stats.rejected_records, 4, "{:?}", s.stats);
+    assert_eq!(s.dispatches.len(), 1);
+    assert_eq!(s.dispatches[0].end_ns - s.dispatches[0].start_ns, 10_000);
+}
