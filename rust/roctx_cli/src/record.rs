@@ -58,6 +58,9 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
     let logdir = prepare_dir(&args.output, "-o")?;
     let roofline = args.roofline.as_deref().map(prepare_report).transpose()?;
     let run = args.run_name.clone().or_else(|| env.run_name.clone()).unwrap_or_else(|| roctx_export::logdir::run_name(std::time::SystemTime::now()));
+    // The directory the library will write into for that name (the same mapping).
+    let run_dir_name = roctx_config::job::run_dir_name(&run)
+        .ok_or_else(|| Failure::new(format!("the run name {run:?} names no directory")).hint("pass --run-name with a usable name"))?;
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
     environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_deref(), args.no_kernels)?;
@@ -67,7 +70,7 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
         Found::Nvidia(Some(cuda)) => format!("NVIDIA ({})", cuda.display()),
         Found::Nvidia(None) => "NVIDIA".to_owned(),
     };
-    let run_dir = logdir.join("plugins/profile").join(&run);
+    let run_dir = logdir.join("plugins/profile").join(&run_dir_name);
     eprintln!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
 
     // Before the spawn, so that no signal sent in between kills us instead of reaching the command.

@@ -68,3 +68,16 @@ fn record_needs_a_command() {
     let run = dir.command().args(["record", "-o", "logs"]).expect(2);
     assert!(run.stderr.contains("COMMAND"), "{}", run.stderr);
 }
+
+#[test]
+fn record_looks_for_the_run_where_the_library_writes_it() {
+    // A run name with a '/' is mapped to a safe directory name by the library; the summary must
+    // look in that same directory.
+    let dir = Dir::new("record_run_name");
+    let lib = libs(&dir);
+    let run = dir.command().args(["record", "--platform", "nvidia", "--lib-dir", &lib, "-o", "logs", "--run-name", "exp/1", "--", "true"]).expect(0);
+    assert!(run.stderr.contains("plugins/profile/exp_1-96b7cf1c"), "{}", run.stderr);
+    let run = dir.command().args(["record", "--platform", "nvidia", "--lib-dir", &lib, "-o", "logs", "--run-name", "..", "--", "touch", "ran"]).expect(2);
+    assert!(run.stderr.contains("names no directory"), "{}", run.stderr);
+    assert!(!dir.path("ran").exists());
+}

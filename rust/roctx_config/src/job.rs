@@ -29,13 +29,28 @@ pub struct JobIdentity {
     pub rank: Option<(u32, &'static str)>,
 }
 
-/// `value` as a run directory name: bytes outside `[A-Za-z0-9._+=@-]` become `_` (no path
-/// separator, no control character, nothing a shell or XProf's URL would mangle), cut to
-/// [`MAX_RUN_NAME`] bytes. `None` when nothing usable is left (`""`, `.`, `..`).
+/// `value` as a run directory name: kept as it is when it only holds `[A-Za-z0-9._+=@-]` and
+/// fits [`MAX_RUN_NAME`] bytes. Otherwise every other character becomes `_` (no path separator,
+/// no control character, nothing a shell or XProf's URL would mangle), the result is cut, and
+/// `-` plus 8 hex digits of a hash of the whole original is appended: two different names never
+/// share a directory (`exp/1` and `exp:1`, `実験` and `試験`), and every process of one job, given
+/// the same value, computes the same one. `None` when nothing usable is left (`""`, `.`, `..`).
 pub fn run_dir_name(value: &str) -> Option<String> {
     let safe = |c: char| c.is_ascii_alphanumeric() || "._+=@-".contains(c);
-    let name: String = value.chars().map(|c| if safe(c) { c } else { '_' }).take(MAX_RUN_NAME).collect();
-    (!name.is_empty() && name != "." && name != "..").then_some(name)
+    if value.is_empty() || value == "." || value == ".." {
+        return None;
+    }
+    if value.len() <= MAX_RUN_NAME && value.chars().all(safe) {
+        return Some(value.to_owned());
+    }
+    const SUFFIX: usize = 9; // "-" and 8 hex digits
+    let kept: String = value.chars().map(|c| if safe(c) { c } else { '_' }).take(MAX_RUN_NAME - SUFFIX).collect();
+    Some(format!("{kept}-{:08x}", fnv1a(value.as_bytes()) as u32))
+}
+
+/// FNV-1a, 64-bit: stable across builds and processes (std's hasher promises neither).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// A rank: decimal digits (surrounding spaces allowed) that fit `u32`.
@@ -107,7 +122,8 @@ mod tests {
     fn the_run_name_comes_from_ours_then_the_launchers_in_order() {
         assert_eq!(resolve(&[]).0, JobIdentity::default());
         let (job, w) = resolve(&[("SLURM_JOB_ID", "4242"), ("TORCHELASTIC_RUN_ID", "tr-1"), (RUN_NAME, "exp/7 a")]);
-        assert_eq!(job.run_name, Some(("exp_7_a".to_owned(), RUN_NAME)));
+        assert_eq!(job.run_name, Some((run_dir_name("exp/7 a").unwrap(), RUN_NAME)));
+        assert!(job.run_name.as_ref().unwrap().0.starts_with("exp_7_a-"));
         assert!(w.is_empty());
         assert_eq!(resolve(&[("SLURM_JOB_ID", "4242"), ("TORCHELASTIC_RUN_ID", "tr-1")]).0.run_name, Some(("tr-1".to_owned(), "TORCHELASTIC_RUN_ID")));
         // torchrun's default id names no job; an empty value is unset.
@@ -124,8 +140,24 @@ mod tests {
         assert!(w[0].contains(RUN_NAME), "{w:?}");
         let long = "x".repeat(10_000);
         assert_eq!(resolve(&[(RUN_NAME, &long)]).0.run_name.map(|(n, _)| n.len()), Some(MAX_RUN_NAME));
-        assert_eq!(run_dir_name("a\u{0}b\n../c"), Some("a_b_.._c".to_owned()));
+        assert!(run_dir_name("a\u{0}b\n../c").unwrap().starts_with("a_b_.._c-"));
         assert_eq!(run_dir_name("."), None);
+    }
+
+    #[test]
+    fn distinct_run_names_never_share_a_directory() {
+        // Issue 25, item 17: these pairs all became one directory.
+        for (a, b) in [("実験", "試験"), ("exp/1", "exp:1"), ("a b", "a\tb"), (&*"x".repeat(200), &*format!("{}y", "x".repeat(199)))] {
+            let (da, db) = (run_dir_name(a).unwrap(), run_dir_name(b).unwrap());
+            assert_ne!(da, db, "{a:?} and {b:?}");
+            assert!(da.len() <= MAX_RUN_NAME && db.len() <= MAX_RUN_NAME);
+            assert!(da.chars().all(|c| c.is_ascii_alphanumeric() || "._+=@-".contains(c)), "{da}");
+        }
+        // Safe names stay as they are, and a name is mapped the same way by every process.
+        assert_eq!(run_dir_name("job-17").as_deref(), Some("job-17"));
+        assert_eq!(run_dir_name("exp/1"), run_dir_name("exp/1"));
+        // Pinned: the hash must not change between versions (ranks of one job may differ).
+        assert_eq!(run_dir_name("exp/1").as_deref(), Some("exp_1-96b7cf1c"));
     }
 
     #[test]
