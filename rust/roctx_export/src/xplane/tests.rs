@@ -767,3 +767,34 @@ fn a_folded_process_with_absolute_times_moves_onto_the_others_session_start() {
     assert_eq!(time_base(&folded), Some(1_005_000));
     assert!(folded.planes.iter().filter(|p| p.name.starts_with(HOST_PLANE)).flat_map(|p| &p.lines).skip(1).all(|l| l.timestamp_ns == 0));
 }
+
+#[test]
+fn a_free_name_is_found_in_linear_total_work_however_many_repeats() {
+    // Issue 25, item 8: each collision searched upward from (2): 32,000 planes of one name took
+    // 70 s. Here the searches of n repeats probe about n names in all.
+    let probes = std::cell::Cell::new(0u64);
+    let mut next = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    for _ in 0..10_000 {
+        let name = next_free("p", &mut next, |c| {
+            probes.set(probes.get() + 1);
+            !taken.contains(c)
+        }, |b, n| format!("{b} ({n})"));
+        assert!(taken.insert(name));
+    }
+    assert!(probes.get() <= 10_000, "{} probes for 10,000 names", probes.get());
+    // And a name already taken by someone else is skipped.
+    let mut next = HashMap::new();
+    let taken: HashSet<&str> = ["p (2)", "p (3)"].into();
+    assert_eq!(next_free("p", &mut next, |c| !taken.contains(c), |b, n| format!("{b} ({n})")), "p (4)");
+}
+
+#[test]
+fn thousands_of_processes_of_one_stem_fold_into_distinct_names() {
+    let one = || XSpace { planes: vec![plane("/host:CPU", vec![line(1, "t", 1)])], hostnames: vec!["h".into()], ..XSpace::default() };
+    let folded = fold_processes((0..20_000).map(|_| ("h".to_owned(), one())).collect());
+    let names: HashSet<&str> = folded.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names.len(), 20_000);
+    assert!(names.contains("/host:CPU h") && names.contains("/host:CPU h-20000"), "{:?}", folded.planes.last().map(|p| &p.name));
+    assert_eq!(folded.hostnames, ["h"]);
+}
