@@ -13,7 +13,7 @@ use roctx_export::inspect::{self, LineSummary, PlaneSummary, Run, Severity, Summ
 
 use crate::args::InspectArgs;
 use crate::input;
-use crate::messages::{Failure, Status};
+use crate::messages::{printable, Failure, Status};
 
 /// Runs `roctx inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
@@ -29,7 +29,9 @@ pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
     let written = if args.json {
         inspect::write_json_run_report(run.as_ref(), &reports, &mut out).and_then(|()| out.write_all(b"\n"))
     } else {
-        to_text(run.as_ref(), &reports, &mut out)
+        // Names, hostnames and paths come from the files: no escape sequence reaches the terminal.
+        let mut text = Vec::new();
+        to_text(run.as_ref(), &reports, &mut text).and_then(|()| out.write_all(printable(&String::from_utf8_lossy(&text)).as_bytes()))
     };
     written.and_then(|()| out.flush()).map_err(Failure::stdout)?;
     Ok(if reports.iter().all(|(_, s)| s.is_valid()) { Status::Clean } else { Status::Invalid })

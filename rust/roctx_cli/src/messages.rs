@@ -91,24 +91,31 @@ impl Failure {
     }
 }
 
+/// `text` with every control character but the line break replaced by U+FFFD: names and paths
+/// come from files and their names, and none of them may reach a terminal as an escape
+/// sequence (C0, DEL and the C1 controls, `ESC [` and its one-character form `CSI` included).
+pub(crate) fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c }).collect()
+}
+
 /// `roctx: <message>` on stderr. A closed stderr is ignored: there is nobody left to tell.
 pub(crate) fn error(message: &str) {
-    let _ = writeln!(io::stderr(), "roctx: {message}");
+    let _ = writeln!(io::stderr(), "roctx: {}", printable(message));
 }
 
 /// `roctx: warning: <message>` on stderr, for what limits the output without stopping it.
 pub(crate) fn warning(message: &str) {
-    let _ = writeln!(io::stderr(), "roctx: warning: {message}");
+    let _ = writeln!(io::stderr(), "roctx: warning: {}", printable(message));
 }
 
 /// `hint: <next step>` on stderr, after an error.
 pub(crate) fn hint(text: &str) {
-    let _ = writeln!(io::stderr(), "hint: {text}");
+    let _ = writeln!(io::stderr(), "hint: {}", printable(text));
 }
 
-/// Writes `text` to stderr; a closed stderr is ignored.
+/// Writes `text` to stderr, control characters made [`printable`]; a closed stderr is ignored.
 pub(crate) fn print_err(text: &str) {
-    let _ = io::stderr().write_all(text.as_bytes());
+    let _ = io::stderr().write_all(printable(text).as_bytes());
 }
 
 /// Writes `text` to stdout and flushes it.

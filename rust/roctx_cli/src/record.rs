@@ -41,6 +41,13 @@ use crate::input;
 use crate::messages::{Failure, Status};
 use crate::platform::{self, Found};
 
+/// A line on stderr, control characters in paths, names and warnings made printable.
+macro_rules! say {
+    ($($t:tt)*) => {
+        crate::messages::print_err(&format!("{}\n", format_args!($($t)*)))
+    };
+}
+
 /// The tool library, for ROCm.
 pub(crate) const TOOL_LIBRARY: &str = "libroctx_utils_tool.so";
 /// The NVTX injection library, for NVIDIA.
@@ -71,7 +78,7 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
         Found::Nvidia(None) => "NVIDIA".to_owned(),
     };
     let run_dir = logdir.join("plugins/profile").join(&run_dir_name);
-    eprintln!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
+    say!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
 
     // Before the spawn, so that no signal sent in between kills us instead of reaching the command.
     let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)
@@ -297,16 +304,16 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
         (None, Some(sig)) => format!("was killed by {}", signal_name(sig)),
         _ => "ended".to_owned(),
     };
-    eprintln!("roctx record: the command {ended}{}", if forwarded { " (signals sent to roctx were passed on to it)" } else { "" });
+    say!("roctx record: the command {ended}{}", if forwarded { " (signals sent to roctx were passed on to it)" } else { "" });
     if files.is_empty() {
         let why = match status.signal() {
             Some(9) => "SIGKILL gives a process no chance to write: everything it captured is lost".to_owned(),
             Some(_) => "it died of a signal before writing (a fatal signal's own handler never ran ours)".to_owned(),
             None => "nothing was captured: did the command use the GPU or make an annotation? (ROCTX_UTILS_LOG=info says what happened at start-up)".to_owned(),
         };
-        eprintln!("roctx record: no trace was written to {}: {why}", run_dir.display());
+        say!("roctx record: no trace was written to {}: {why}", run_dir.display());
     } else {
-        eprintln!(
+        say!(
             "roctx record: {} {}, {} ranges, {} marks, {} kernels, {} memory copies",
             c.processes,
             if c.processes == 1 { "process" } else { "processes" },
@@ -316,27 +323,27 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
             c.copies
         );
         if c.warnings.is_empty() && c.unreadable.is_empty() {
-            eprintln!("roctx record: nothing was dropped");
+            say!("roctx record: nothing was dropped");
         }
         for w in &c.warnings {
-            eprintln!("roctx record: LOST: {w}");
+            say!("roctx record: LOST: {w}");
         }
         for f in &c.unreadable {
-            eprintln!("roctx record: {f} could not be read (cut short?)");
+            say!("roctx record: {f} could not be read (cut short?)");
         }
         for f in &files {
-            eprintln!("  {}", f.display());
+            say!("  {}", f.display());
         }
     }
     if let Some(report) = roofline {
         if report.is_file() {
-            eprintln!("roctx record: roofline report {} (roctx roofline {} --svg roofline.svg)", report.display(), report.display());
+            say!("roctx record: roofline report {} (roctx roofline {} --svg roofline.svg)", report.display(), report.display());
         } else {
-            eprintln!("roctx record: no roofline report at {}", report.display());
+            say!("roctx record: no roofline report at {}", report.display());
         }
     }
     if !files.is_empty() {
-        eprintln!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), run_dir.display());
+        say!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), run_dir.display());
     }
 }
 

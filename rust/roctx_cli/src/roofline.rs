@@ -11,7 +11,7 @@ use roctx_roofline::{analyse, svg, Analysis, Ceiling, Device, Group, Peaks, Repo
 
 use crate::args::RooflineArgs;
 use crate::input::{self, Hints};
-use crate::messages::{self, print, Failure, Status};
+use crate::messages::{self, print, printable, Failure, Status};
 use crate::output;
 
 /// Groups shown in the table without `--top`.
@@ -108,12 +108,6 @@ fn bound(g: &Group) -> String {
         Some(s) if s.bound != r.bound => format!("{}/{}", label(r.bound), label(s.bound)),
         _ => label(r.bound).to_owned(),
     }
-}
-
-/// `text` with control characters replaced: names come from the report, and none of them may
-/// reach the terminal as an escape sequence.
-fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
 }
 
 /// The text report: header, then one line per group.

@@ -605,3 +605,21 @@ fn convert_and_inspect_json_run_in_memory_proportional_to_the_file_not_the_event
     assert_eq!((run.code, run.stderr.as_str()), (1, ""));
     assert_eq!(run.json()["error_count"], 499_500);
 }
+
+#[test]
+fn no_escape_sequence_from_a_file_or_its_name_reaches_the_terminal() {
+    // Issue 25, item 18: `roctx inspect <run>` printed control characters from names raw.
+    let dir = Dir::new("inspect_escapes");
+    let mut space = sample_space();
+    space.hostnames = vec!["host\u{1b}]0;pwned\u{7}".into()];
+    space.warnings.push("bad \u{1b}[2J clear".into());
+    let evil = dir.write_space("run/h\u{1b}[31mred\u{9b}2J.xplane.pb", &space);
+    let _ = dir.write_space("run/plain.xplane.pb", &sample_space());
+    for args in [vec!["inspect", "run"], vec!["inspect", s(&evil)], vec!["inspect", "run/missing\u{1b}[1m.xplane.pb"]] {
+        let run = dir.command().args(&args).run();
+        for (what, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "roctx {args:?}: control character on {what}: {text:?}");
+        }
+        assert!(run.code == 0 || run.code == 2, "{}", run.stderr);
+    }
+}
