@@ -49,15 +49,33 @@ pub fn write(logdir: &Path, run: &str, host: &str, space: &XSpace) -> io::Result
 }
 
 /// [`write`] for a space already serialized (`xplane::standalone_xspace_bytes`).
+///
+/// A run directory this write created is removed again when the write fails (a full disk), so
+/// that no empty run stands newest in front of the intact earlier ones. Another process of the
+/// same job may have removed it between our creating it and writing: created again, once.
 pub fn write_bytes(logdir: &Path, run: &str, host: &str, xspace: &[u8]) -> io::Result<PathBuf> {
     let dir = logdir.join("plugins").join("profile").join(run);
-    fs::create_dir_all(&dir)?;
-    output::write_new(&dir, &safe_host(host), ".xplane.pb", xspace)
+    let mut attempt = 0;
+    loop {
+        let created = !dir.is_dir();
+        fs::create_dir_all(&dir)?;
+        match output::write_new(&dir, &safe_host(host), ".xplane.pb", xspace) {
+            Ok(path) => return Ok(path),
+            Err(err) if err.kind() == io::ErrorKind::NotFound && attempt == 0 => attempt += 1,
+            Err(err) => {
+                if created {
+                    let _ = fs::remove_dir(&dir); // only if still empty
+                }
+                return Err(err);
+            }
+        }
+    }
 }
 
 /// The `.xplane.pb` files a path names: the file itself, the files of a run directory, or in a
-/// log directory the files of its newest run: the one last written to (a run named after a job
-/// id does not sort by time), the later name on a tie.
+/// log directory the files of its newest run that holds any: the one last written to (a run
+/// named after a job id does not sort by time), the later name on a tie. A newer run without a
+/// trace (a write that failed, a writer killed) is passed over.
 /// A path that is neither (a FIFO, a device, ...) is an `InvalidInput` error naming what it is.
 pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
     match fs::metadata(path) {
@@ -80,14 +98,21 @@ pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
         .map(|p| (fs::metadata(&p).and_then(|m| m.modified()).unwrap_or(UNIX_EPOCH), p))
         .collect();
     runs.sort();
-    let mut runs: Vec<PathBuf> = runs.into_iter().map(|(_, p)| p).collect();
-    let candidates = if runs.is_empty() { vec![run_root.clone()] } else { vec![runs.pop().unwrap_or_default()] };
-    let mut files: Vec<PathBuf> = candidates
-        .iter()
-        .flat_map(|d| fs::read_dir(d).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| p.to_string_lossy().ends_with(".xplane.pb"))
-        .collect();
-    files.sort();
+    let traces = |d: &Path| -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".xplane.pb") && p.is_file())
+            .collect();
+        files.sort();
+        files
+    };
+    let files = if runs.is_empty() {
+        traces(&run_root)
+    } else {
+        runs.iter().rev().map(|(_, d)| traces(d)).find(|f| !f.is_empty()).unwrap_or_default()
+    };
     if files.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -127,6 +152,26 @@ mod tests {
         let b = write(&dir, "12345", "h_rank1", &XSpace::default()).unwrap();
         assert_eq!(find_xspaces(&dir).unwrap(), vec![a.clone(), b.clone()]);
         assert_eq!(find_xspaces(&dir.join("plugins/profile/12345")).unwrap(), vec![a, b]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_empty_newer_run_is_passed_over_and_a_failed_write_leaves_none() {
+        // Issue 25, item 14: a failed write left an empty run directory, and the CLI picked it
+        // and said "no *.xplane.pb" although the earlier run was intact.
+        let dir = std::env::temp_dir().join(format!("roctx_logdir_empty_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let good = write(&dir, "2020_01_01_00_00_00", "h", &XSpace::default()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::create_dir_all(dir.join("plugins/profile/2030_01_01_00_00_00")).unwrap(); // a writer killed
+        assert_eq!(find_xspaces(&dir).unwrap(), vec![good.clone()]);
+        // A write that fails inside the run it created (here the file name is over 255 bytes,
+        // as a full disk fails it later) takes that run directory with it.
+        assert!(write(&dir, "2031_01_01_00_00_00", &"h".repeat(300), &XSpace::default()).is_err());
+        assert!(!dir.join("plugins/profile/2031_01_01_00_00_00").exists());
+        // One that fails in a run that existed leaves the run alone.
+        assert!(write(&dir, "2020_01_01_00_00_00", &"h".repeat(300), &XSpace::default()).is_err());
+        assert_eq!(find_xspaces(&dir).unwrap(), vec![good]);
         fs::remove_dir_all(&dir).unwrap();
     }
 
