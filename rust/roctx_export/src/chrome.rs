@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::xplane::{row_key, time_base, FLOW_CONSUMER_STAT, FLOW_PRODUCER_STAT};
+use crate::xplane::{self, row_key, time_base, FLOW_CONSUMER_STAT, FLOW_PRODUCER_STAT};
 use crate::xplane_proto::{x_stat, XLine, XPlane, XSpace, XStat};
 
 /// The trace-event document for `space`, as a JSON value. `otherData` carries the hostnames and
@@ -70,7 +70,13 @@ impl<W: Write> RunWriter<W> {
 
     /// Writes `space`'s events as those of process `name` (e.g. the file's stem).
     pub fn add(&mut self, name: &str, space: &XSpace) -> io::Result<()> {
-        let from = time_base(space);
+        let raw = time_base(space);
+        // Files are read one at a time: the first plausible start is the base; a start that is
+        // negative or a week away from it is damage and moves nothing.
+        let from = raw.filter(|&b| xplane::plausible_base(b, self.base));
+        if let (Some(start), None) = (raw, from) {
+            self.warnings.push(format!("{name}: {}", xplane::implausible_base_warning(start)));
+        }
         if self.base.is_none() {
             self.base = from;
         }
@@ -416,6 +422,27 @@ mod tests {
         assert_eq!(run.hostnames.len(), 150_000);
         assert!(run.hostnames.iter().zip(0..).all(|(h, i)| *h == format!("h{i}")));
         run.finish().unwrap();
+    }
+
+    #[test]
+    fn a_damaged_first_file_does_not_move_the_run() {
+        // Issue 25, item 15: a start of -1 became the base, and every later file's times moved
+        // by 1.76e18 ns (negative timestamps after conversion).
+        let mut damaged = rank_space(0);
+        for p in damaged.planes.iter_mut().filter(|p| p.name == crate::xplane::TASK_ENV_PLANE) {
+            for s in &mut p.stats {
+                s.value = Some(x_stat::Value::Int64Value(-1));
+            }
+        }
+        let mut bytes = Vec::new();
+        let mut run = RunWriter::new(&mut bytes).unwrap();
+        run.add("bad", &damaged).unwrap();
+        run.add("h_rank1", &rank_space(1)).unwrap();
+        run.finish().unwrap();
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        let steps: Vec<f64> = doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "step").map(|e| e["ts"].as_f64().unwrap()).collect();
+        assert!(steps.iter().all(|&ts| (0.0..1e6).contains(&ts)), "{steps:?}");
+        assert!(doc["otherData"]["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with("bad: session start -1 ns")), "{}", doc["otherData"]);
     }
 
     #[test]

@@ -587,6 +587,28 @@ fn rebase(space: &mut XSpace, from: Option<i64>, to: Option<i64>) {
     }
 }
 
+/// The session starts of a job's files, each kept only if it can be one: 0 (absolute
+/// wall-clock lines), or positive and within a week of the (lower) median of the positive ones,
+/// since a job's processes start together. A damaged start (`-1`, years away) would otherwise
+/// move every other process with it.
+pub fn plausible_bases(bases: &[Option<i64>]) -> Vec<Option<i64>> {
+    let mut known: Vec<i64> = bases.iter().flatten().copied().filter(|&b| b > 0).collect();
+    known.sort_unstable();
+    let median = known.get(known.len().saturating_sub(1) / 2).copied();
+    bases.iter().map(|b| b.filter(|&b| plausible_base(b, median))).collect()
+}
+
+/// Whether `base` can be a session start next to `reference` (see [`plausible_bases`]).
+pub fn plausible_base(base: i64, reference: Option<i64>) -> bool {
+    const WEEK_NS: u64 = 7 * 24 * 3600 * 1_000_000_000;
+    base == 0 || (base > 0 && reference.map_or(true, |r| r <= 0 || base.abs_diff(r) <= WEEK_NS))
+}
+
+/// The warning for a file whose session start [`plausible_bases`] left out.
+pub fn implausible_base_warning(base: i64) -> String {
+    format!("session start {base} ns is negative or a week away from the other files' (a damaged file?): its times were left as they are, and no other file was moved onto it")
+}
+
 /// Folds the XSpaces of several processes of one job (the files of a run, one per process;
 /// `stem` is the file's name without `.xplane.pb`, what XProf calls its host) into one space
 /// that keeps them apart. [`merge_spaces`] is for two captures of the *same* process: it
@@ -612,7 +634,8 @@ fn rebase(space: &mut XSpace, from: Option<i64>, to: Option<i64>) {
 /// Moves the planes instead of copying them: memory is the inputs'.
 pub fn fold_processes(spaces: Vec<(String, XSpace)>) -> XSpace {
     let stems = distinct_stems(spaces.iter().map(|(stem, _)| stem.as_str()));
-    let bases: Vec<Option<i64>> = spaces.iter().map(|(_, space)| time_base(space)).collect();
+    let raw: Vec<Option<i64>> = spaces.iter().map(|(_, space)| time_base(space)).collect();
+    let bases = plausible_bases(&raw);
     // Absolute wall-clock lines (base 0) are the target only when no space knows its start:
     // epoch times overflow XProf's ps arithmetic.
     let target = bases.iter().flatten().copied().filter(|&b| b != 0).min().or_else(|| bases.iter().flatten().next().copied());
@@ -642,6 +665,9 @@ pub fn fold_processes(spaces: Vec<(String, XSpace)>) -> XSpace {
             }
             names.insert(plane.name.clone());
             out.planes.push(plane);
+        }
+        if let (Some(start), None) = (raw[k], bases[k]) {
+            out.warnings.push(format!("{stem}: {}", implausible_base_warning(start)));
         }
         out.warnings.extend(space.warnings.into_iter().map(|w| format!("{stem}: {w}")));
         out.errors.extend(space.errors.into_iter().map(|e| format!("{stem}: {e}")));

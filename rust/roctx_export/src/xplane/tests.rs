@@ -798,3 +798,30 @@ fn thousands_of_processes_of_one_stem_fold_into_distinct_names() {
     assert!(names.contains("/host:CPU h") && names.contains("/host:CPU h-20000"), "{:?}", folded.planes.last().map(|p| &p.name));
     assert_eq!(folded.hostnames, ["h"]);
 }
+
+#[test]
+fn a_damaged_session_start_moves_nobody_and_is_said() {
+    // Issue 25, item 15: a file whose profile_start_time is -1 shifted every other process by
+    // 1.76e18 ns, silently.
+    let rank0 = standalone_xspace(&process_trace("host0", 5_000));
+    let rank1 = standalone_xspace(&process_trace("host1", 3_000));
+    let mut damaged = standalone_xspace(&process_trace("host2", 4_000));
+    for p in damaged.planes.iter_mut().filter(|p| p.name == TASK_ENV_PLANE) {
+        for s in &mut p.stats {
+            s.value = Some(x_stat::Value::Int64Value(-1));
+        }
+    }
+    let line_times = |s: &XSpace| -> Vec<i64> { s.planes.iter().filter(|p| p.name != TASK_ENV_PLANE).flat_map(|p| &p.lines).map(|l| l.timestamp_ns).collect() };
+    let damaged_times = line_times(&damaged);
+    let folded = fold_processes(vec![("h_rank0".into(), rank0), ("h_rank2".into(), damaged), ("h_rank1".into(), rank1)]);
+    assert_eq!(time_base(&folded), Some(1_003_000), "the damaged start is not the base");
+    let host = |name: &str| folded.planes.iter().find(|p| p.name == name).unwrap();
+    assert!(host("/host:CPU h_rank0").lines.iter().all(|l| l.timestamp_ns == 2_000));
+    assert!(host("/host:CPU h_rank1").lines.iter().all(|l| l.timestamp_ns == 0));
+    let kept: Vec<i64> = folded.planes.iter().filter(|p| p.name.ends_with("h_rank2")).flat_map(|p| &p.lines).map(|l| l.timestamp_ns).collect();
+    assert_eq!(kept, damaged_times, "left as it was");
+    assert!(folded.warnings.iter().any(|w| w.starts_with("h_rank2: session start -1 ns")), "{:?}", folded.warnings);
+    // Far from the others (a year later) is damage too; 0 (absolute lines) and no start are not.
+    let year = 365 * 24 * 3600 * 1_000_000_000i64;
+    assert_eq!(plausible_bases(&[Some(1_000), Some(2_000), Some(1_000 + year), Some(0), None, Some(-5)]), [Some(1_000), Some(2_000), None, Some(0), None, None]);
+}
