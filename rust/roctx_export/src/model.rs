@@ -127,6 +127,13 @@ impl Trace {
         if lost > 0 {
             self.warnings.push(format!("roctx_utils: {lost} GPU kernel, copy and set records lost (cap, malformed, or dropped by rocprofiler-sdk or CUPTI)"));
         }
+        if kernels.stats.names_over_cap > 0 {
+            self.warnings.push(format!(
+                "roctx_utils: {} kernel symbols were not kept (over the cap of {} names): their kernels are shown without a name",
+                kernels.stats.names_over_cap,
+                roctx_kernels::MAX_KERNEL_NAMES
+            ));
+        }
         if kernels.stats.unjoined > 0 {
             self.warnings.push(format!(
                 "roctx_utils: {} GPU kernels, copies and sets could not be matched to their launch call (no range or op shown for them)",
@@ -319,6 +326,18 @@ mod join_tests {
         t.kernels.clear();
         t.add_kernels(&KernelSnapshot { dispatches: kernels, ..KernelSnapshot::default() });
         t.kernels.iter().map(|k| k.launched_by.map(|i| t.label_of(&t.events[i]).to_owned())).collect()
+    }
+
+    #[test]
+    fn kernel_names_over_the_cap_are_said_in_the_warnings() {
+        // Issue 25, item 12: the kernels got the name "" and nothing said why.
+        let mut t = Trace::new("h", 0, 1_000_000);
+        let stats = roctx_kernels::KernelStats { names_over_cap: 3, ..Default::default() };
+        t.add_kernels(&KernelSnapshot { stats, ..KernelSnapshot::default() });
+        assert!(t.warnings.iter().any(|w| w.starts_with("roctx_utils: 3 kernel symbols were not kept")), "{:?}", t.warnings);
+        let mut clean = Trace::new("h", 0, 1_000_000);
+        clean.add_kernels(&KernelSnapshot::default());
+        assert!(clean.warnings.is_empty());
     }
 
     #[test]

@@ -48,10 +48,11 @@ pub fn write(path: &Path) -> bool {
 fn losses(s: &roctx_kernels::KernelStats) -> String {
     let lost = [
         (s.dropped_cap, "over the dispatch cap"),
-        (s.rejected_records, "malformed records"),
+        (s.rejected_records, "malformed or impossible records"),
         (s.sdk_dropped, "dropped by rocprofiler-sdk"),
         (s.geometries_over_cap, "ops over the geometry cap"),
         (s.invocations_exhausted, "ops past the id space"),
+        (s.names_over_cap, "kernel names over the name cap (those kernels have no name)"),
     ];
     let parts: Vec<String> = lost.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
     if parts.is_empty() { String::new() } else { format!("; LOST: {}", parts.join(", ")) }
@@ -68,4 +69,17 @@ pub(super) extern "C" fn write_at_exit() {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_counted_loss_reaches_the_summary_line() {
+        // Issue 25, item 12: kernel names past the cap were counted but never said.
+        let s = roctx_kernels::KernelStats { names_over_cap: 2, rejected_records: 1, ..Default::default() };
+        let text = super::losses(&s);
+        assert!(text.contains("2 kernel names over the name cap"), "{text}");
+        assert!(text.contains("1 malformed or impossible records"), "{text}");
+        assert_eq!(super::losses(&roctx_kernels::KernelStats::default()), "");
+    }
 }
