@@ -111,6 +111,24 @@ TEST_F(Export, LogDirectoryLayoutIsWhatTensorBoardReads) {
   EXPECT_EQ(roctx_utils_snapshot_write_logdir(result_.snapshot, "/proc/forbidden_dir", nullptr, nullptr, 0), ROCTX_UTILS_IO_ERROR);
 }
 
+TEST_F(Export, ARunNameStaysOneDirectoryInsideTheLogDirectory) {
+  // Issue 25, item 5: "../../../x" and absolute runs wrote outside the log directory, "a/b" made
+  // a nested run no reader lists; all returned OK.
+  const std::string dir = TmpDir("logdir_runs");
+  char path[1024] = {};
+  for (const char* run : {"../../../escaped", "/tmp/escaped_abs", "a/b"}) {
+    ASSERT_EQ(roctx_utils_snapshot_write_logdir(result_.snapshot, dir.c_str(), run, path, sizeof(path)), ROCTX_UTILS_OK) << run;
+    const std::string p(path);
+    EXPECT_EQ(p.rfind(dir + "/plugins/profile/", 0), 0u) << run << " -> " << p;
+    const std::string rest = p.substr(dir.size() + std::string("/plugins/profile/").size());
+    EXPECT_EQ(rest.find('/'), rest.rfind('/')) << "one directory level: " << p;
+    EXPECT_EQ(p.find("/../"), std::string::npos) << p;
+  }
+  for (const char* run : {"", ".", ".."}) {
+    EXPECT_EQ(roctx_utils_snapshot_write_logdir(result_.snapshot, dir.c_str(), run, path, sizeof(path)), ROCTX_UTILS_INVALID_ARGUMENT) << run;
+  }
+}
+
 TEST_F(Export, ChromeJsonHasRowsEventsAndArgs) {
   const std::string path = TmpDir("chrome") + "/trace.json";
   ASSERT_EQ(roctx_utils_snapshot_write_chrome(result_.snapshot, path.c_str()), ROCTX_UTILS_OK);

@@ -259,7 +259,10 @@ int roctx_utils_merge_into_xspace(const uint8_t* xspace, size_t xspace_len,
 
 /* Writes <logdir>/plugins/profile/<run>/<host>.xplane.pb, or <host>-2.xplane.pb, ... when the name
  * is taken: never replaces a file (run NULL = current UTC time,
- * YYYY_MM_DD_hh_mm_ss) and copies the file's path into path_out (may be NULL). */
+ * YYYY_MM_DD_hh_mm_ss) and copies the file's path into path_out (may be NULL). run follows the
+ * rules of ROCTX_UTILS_RUN_NAME: one directory name, anything but [A-Za-z0-9._+=@-] replaced and
+ * a hash of the original appended ("a/b" -> "a_b-<8 hex>"); "", "." and ".." are
+ * INVALID_ARGUMENT. */
 int roctx_utils_snapshot_write_logdir(const roctx_utils_snapshot* snapshot, const char* logdir,
                                       const char* run, char* path_out, size_t cap);
 

@@ -54,6 +54,10 @@ pub fn write(logdir: &Path, run: &str, host: &str, space: &XSpace) -> io::Result
 /// that no empty run stands newest in front of the intact earlier ones. Another process of the
 /// same job may have removed it between our creating it and writing: created again, once.
 pub fn write_bytes(logdir: &Path, run: &str, host: &str, xspace: &[u8]) -> io::Result<PathBuf> {
+    // One directory name, never a path: a run must stay inside the log directory, one level down.
+    if run.is_empty() || run == "." || run == ".." || run.contains('/') || run.contains('\0') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{run:?} is not a run directory name")));
+    }
     let dir = logdir.join("plugins").join("profile").join(run);
     let mut attempt = 0;
     loop {

@@ -504,8 +504,15 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_logdir(
     guard(STATUS_INTERNAL, || {
         // SAFETY: header contract for every pointer argument.
         let (Some(s), Some(dir)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(logdir) }) else { return STATUS_INVALID_ARGUMENT };
-        // SAFETY: as above.
-        let run = unsafe { path_arg(run) }.map(|r| r.to_string_lossy().into_owned());
+        // SAFETY: as above (null, or a NUL-terminated string).
+        let run = unsafe { run.as_ref().map(|_| std::ffi::CStr::from_ptr(run).to_string_lossy().into_owned()) };
+        // The rules of run names from the environment: one safe directory name, never a path
+        // ("../x", "/tmp/x", "a/b" wrote outside the log directory or a run no reader lists).
+        let run = match run.as_deref().map(roctx_config::job::run_dir_name) {
+            None => None,
+            Some(Some(name)) => Some(name),
+            Some(None) => return STATUS_INVALID_ARGUMENT,
+        };
         match export::write_logdir(s, &dir, run.as_deref()) {
             Ok(path) => {
                 // SAFETY: header contract for `path_out`/`cap`.
