@@ -92,8 +92,9 @@ def flush_kernels():
     if lib is None:
         return
     try:
-        # struct roctx_utils_kernel_stats: struct_size first; 96 bytes in this version.
-        buf = (ctypes.c_uint64 * 12)()
+        # struct roctx_utils_kernel_stats: struct_size first; 104 bytes in this version (an
+        # older library writes its shorter prefix).
+        buf = (ctypes.c_uint64 * 13)()
         buf[0] = ctypes.sizeof(buf)
         lib.kernel_stats_get(ctypes.addressof(buf))
     except Exception:

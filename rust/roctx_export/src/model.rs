@@ -134,6 +134,13 @@ impl Trace {
                 roctx_kernels::MAX_KERNEL_NAMES
             ));
         }
+        if kernels.stats.names_too_long > 0 {
+            self.warnings.push(format!(
+                "roctx_utils: {} kernel names are shown mangled: demangled, each was over {} bytes",
+                kernels.stats.names_too_long,
+                roctx_kernels::MAX_DEMANGLED_NAME
+            ));
+        }
         if kernels.stats.unjoined > 0 {
             self.warnings.push(format!(
                 "roctx_utils: {} GPU kernels, copies and sets could not be matched to their launch call (no range or op shown for them)",

@@ -51,7 +51,7 @@ mod ops;
 mod store;
 mod work;
 
-pub use names::demangle;
+pub use names::{demangle, MAX_DEMANGLED_NAME};
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
     begin_invocation, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started, kernel_name,

@@ -6,7 +6,22 @@
 /// as in llama.cpp's report); a name that is not a symbol or does not demangle is kept as given
 /// (lossy UTF-8), as `c++filt` keeps it.
 pub fn demangle(mangled: &[u8]) -> String {
-    roctx_sys::demangle::cxa(mangled).unwrap_or_else(|| String::from_utf8_lossy(mangled).into_owned())
+    demangle_bounded(mangled).0
+}
+
+/// The longest demangled name kept, 64 KiB (the longest real kernel names, deep CUTLASS and
+/// Composable Kernel templates, are a few KiB); a longer one stays mangled.
+pub const MAX_DEMANGLED_NAME: usize = 64 << 10;
+
+/// [`demangle`], and whether the name stayed mangled because its demangled form is over
+/// [`MAX_DEMANGLED_NAME`] (counted in [`KernelStats::names_too_long`](crate::KernelStats::names_too_long)).
+pub(crate) fn demangle_bounded(mangled: &[u8]) -> (String, bool) {
+    let lossy = || String::from_utf8_lossy(mangled).into_owned();
+    match roctx_sys::demangle::cxa_within(mangled, MAX_DEMANGLED_NAME) {
+        Ok(Some(name)) => (name, false),
+        Ok(None) => (lossy(), false),
+        Err(_) => (lossy(), true),
+    }
 }
 
 /// Stack of the thread that demangles: the demangler recurses over names from code objects we
@@ -15,13 +30,13 @@ const DEMANGLER_STACK: usize = 16 << 20;
 
 /// Demangles every name of `names` on a thread of its own with a [`DEMANGLER_STACK`] stack, so
 /// the caller's stack size never matters; if no thread can be started, the names stay mangled.
-pub(crate) fn demangle_all(names: Vec<Box<[u8]>>) -> Vec<String> {
-    let fallback = |names: &[Box<[u8]>]| names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+pub(crate) fn demangle_all(names: Vec<Box<[u8]>>) -> Vec<(String, bool)> {
+    let fallback = |names: &[Box<[u8]>]| names.iter().map(|n| (String::from_utf8_lossy(n).into_owned(), false)).collect();
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("roctx-demangle".into())
             .stack_size(DEMANGLER_STACK)
-            .spawn_scoped(scope, || names.iter().map(|n| demangle(n)).collect::<Vec<_>>());
+            .spawn_scoped(scope, || names.iter().map(|n| demangle_bounded(n)).collect::<Vec<_>>());
         match worker {
             Ok(handle) => handle.join().unwrap_or_else(|_| fallback(&names)),
             Err(_) => fallback(&names),
@@ -53,7 +68,7 @@ mod tests {
         nested.extend(std::iter::repeat(b"1aI".as_slice()).take(5_000).flatten());
         let out = demangle_all(vec![open.into(), nested.into(), b"_Z3fooi".to_vec().into()]);
         assert_eq!(out.len(), 3);
-        assert!(out[0].starts_with("_Z1fPFv"), "not demangled, kept as given");
-        assert_eq!(out[2], "foo(int)");
+        assert!(out[0].0.starts_with("_Z1fPFv"), "not demangled, kept as given");
+        assert_eq!(out[2].0, "foo(int)");
     }
 }

@@ -103,6 +103,9 @@ pub struct KernelStats {
     /// the vendor's activity API: their kernels, copies and sets never reached us (lost; the
     /// other profiler has them).
     pub not_seen: u64,
+    /// Kernel names kept mangled because their demangled form is over
+    /// [`MAX_DEMANGLED_NAME`](crate::MAX_DEMANGLED_NAME) (one 167-byte symbol demangles to 54 MB).
+    pub names_too_long: u64,
 }
 
 /// Everything captured since the last [`reset`], for exporters and the roofline report.
@@ -275,11 +278,12 @@ fn demangle_pending() {
     let (ids, mangled): (Vec<u64>, Vec<Box<[u8]>>) = pending.into_iter().unzip();
     let demangled = demangle_all(mangled.clone());
     with(|s| {
-        for ((id, was), name) in ids.into_iter().zip(mangled).zip(demangled) {
+        for ((id, was), (name, too_long)) in ids.into_iter().zip(mangled).zip(demangled) {
             // Only if still the same registration: one made meanwhile is demangled next time.
             if let Some(slot) = s.names.get_mut(&id) {
                 if matches!(slot, Name::Mangled(m) if *m == was) {
                     *slot = Name::Demangled(name.into());
+                    s.stats.names_too_long += u64::from(too_long);
                 }
             }
         }

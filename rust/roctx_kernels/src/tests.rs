@@ -287,3 +287,25 @@ fn records_no_device_could_have_produced_are_rejected_and_counted() {
     assert_eq!(s.dispatches.len(), 1);
     assert_eq!(s.dispatches[0].end_ns - s.dispatches[0].start_ns, 10_000);
 }
+
+#[test]
+fn a_name_that_demangles_past_the_limit_stays_mangled_and_is_counted() {
+    // Issue 25, item 6: one symbol whose templates nest through back-references demangled to
+    // 54 MB, repeated in every report row. This 272-byte one demangles to about 104 KiB.
+    let _g = serial();
+    let mut huge = String::from("_Z1fI1A1BIS_S_E");
+    let subs = ["S1_", "S2_", "S3_", "S4_", "S5_", "S6_", "S7_", "S8_", "S9_", "SA_", "SB_", "SC_", "SD_", "SE_", "SF_", "SG_", "SH_", "SI_", "SJ_", "SK_", "SL_", "SM_", "SN_"];
+    for s in subs {
+        huge.push_str(&format!("S0_I{s}{s}E"));
+    }
+    huge.push_str("EvT_");
+    assert!(roctx_sys::demangle::cxa(huge.as_bytes()).is_some_and(|d| d.len() > MAX_DEMANGLED_NAME));
+    // Names outlive resets: ids no other test uses.
+    let before = snapshot().stats.names_too_long;
+    register_kernel_symbol(9_001, huge.as_bytes());
+    register_kernel_symbol(9_002, b"_Z3fooi");
+    let s = snapshot();
+    assert_eq!(s.name(9_001), huge, "kept mangled");
+    assert_eq!(s.name(9_002), "foo(int)");
+    assert_eq!(s.stats.names_too_long, before + 1);
+}

@@ -18,21 +18,33 @@ extern "C" {
 /// `mangled` demangled as `c++filt` prints it, or `None` when it is not a symbol `c++filt` would
 /// demangle (not `_Z...`, contains a NUL, or rejected by the demangler).
 pub fn cxa(mangled: &[u8]) -> Option<String> {
+    cxa_within(mangled, usize::MAX).unwrap_or(None)
+}
+
+/// [`cxa`], but a demangled name longer than `max_len` bytes is not returned: `Err(its length)`.
+/// A 167-byte symbol whose templates nest through back-references demangles to 54 MB; a name
+/// like that is no use to anyone, and repeated per report row it made a 1 GB report.
+pub fn cxa_within(mangled: &[u8], max_len: usize) -> Result<Option<String>, usize> {
     if !mangled.starts_with(b"_Z") {
-        return None;
+        return Ok(None);
     }
-    let c = CString::new(mangled).ok()?;
+    let Ok(c) = CString::new(mangled) else { return Ok(None) };
     let mut status: c_int = 0;
     // SAFETY: a NUL-terminated input, a null buffer (the demangler allocates), a valid status.
     let out = unsafe { __cxa_demangle(c.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status) };
     if out.is_null() {
-        return None;
+        return Ok(None);
     }
     // SAFETY: on success the demangler returns a NUL-terminated string it allocated.
-    let text = (status == 0).then(|| unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned());
-    // SAFETY: `out` came from the demangler's malloc and is freed once.
+    let text = (status == 0).then(|| unsafe { CStr::from_ptr(out) });
+    let result = match text {
+        Some(t) if t.to_bytes().len() > max_len => Err(t.to_bytes().len()),
+        Some(t) => Ok(Some(t.to_string_lossy().into_owned())),
+        None => Ok(None),
+    };
+    // SAFETY: `out` came from the demangler's malloc and is freed once (`text` is not used after).
     unsafe { libc::free(out.cast::<c_void>()) };
-    text
+    result
 }
 
 #[cfg(test)]
@@ -48,5 +60,12 @@ mod tests {
         assert_eq!(cxa(b"_Z"), None);
         assert_eq!(cxa(b"_Z3f\0oi"), None);
         assert_eq!(cxa(b"_Zxx!!"), None);
+    }
+
+    #[test]
+    fn a_name_over_the_limit_is_not_returned_but_measured() {
+        assert_eq!(cxa_within(b"_Z3fooi", 8), Ok(Some("foo(int)".to_owned())));
+        assert_eq!(cxa_within(b"_Z3fooi", 7), Err(8));
+        assert_eq!(cxa_within(b"triton_k", 1), Ok(None));
     }
 }
