@@ -602,8 +602,28 @@ impl Config {
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
+impl Config {
+    /// Makes the output paths (`ROCTX_UTILS_XSPACE_OUT`, the roofline report's) absolute against
+    /// `cwd`, the directory at start-up: a process that `chdir()`s later still writes where the
+    /// user pointed, and says so. Without a current directory they stay relative, with a
+    /// warning.
+    pub fn resolve_output_paths(&mut self, cwd: &std::io::Result<PathBuf>, warnings: &mut Vec<String>) {
+        for (path, var) in [(&mut self.xspace_out, XSPACE_OUT), (&mut self.roofline_out, ROOFLINE_OUT)] {
+            let Some(p) = path.as_mut().filter(|p| p.is_relative()) else { continue };
+            match cwd {
+                Ok(cwd) => *p = cwd.join(&*p),
+                Err(e) => warnings.push(format!(
+                    "{var}={}: relative, and the current directory is unknown ({e}): it is resolved at each write",
+                    p.display()
+                )),
+            }
+        }
+    }
+}
+
 /// The process's configuration: the environment as it was at the first call (one acquire load
-/// after that). Bad values are reported once, as warnings, when they are read.
+/// after that), output paths made absolute then. Bad values are reported once, as warnings,
+/// when they are read.
 #[inline]
 pub fn get() -> &'static Config {
     match CONFIG.get() {
@@ -617,7 +637,8 @@ pub fn get() -> &'static Config {
 fn init() -> &'static Config {
     let mut fresh = None;
     let config = CONFIG.get_or_init(|| {
-        let (config, warnings) = Config::from_lookup(&|name| std::env::var_os(name));
+        let (mut config, mut warnings) = Config::from_lookup(&|name| std::env::var_os(name));
+        config.resolve_output_paths(&std::env::current_dir(), &mut warnings);
         fresh = Some(warnings);
         config
     });
@@ -666,6 +687,23 @@ mod tests {
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
         move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+    }
+
+    #[test]
+    fn relative_output_paths_are_resolved_once_against_the_start_up_directory() {
+        // Issue 25, item 4: a relative ROCTX_UTILS_XSPACE_OUT was resolved at exit, after the
+        // process had changed directory.
+        let (mut c, _) = Config::from_lookup(&env(&[(XSPACE_OUT, "logs"), (GGML_ROOFLINE_OUT, "r/roof.json")]));
+        let mut w = Vec::new();
+        c.resolve_output_paths(&Ok(PathBuf::from("/work/start")), &mut w);
+        assert_eq!(c.xspace_out, Some(PathBuf::from("/work/start/logs")));
+        assert_eq!(c.roofline_out, Some(PathBuf::from("/work/start/r/roof.json")));
+        assert!(w.is_empty());
+        let (mut c, _) = Config::from_lookup(&env(&[(XSPACE_OUT, "/abs/logs"), (ROOFLINE_OUT, "x.json")]));
+        c.resolve_output_paths(&Err(std::io::Error::from(std::io::ErrorKind::NotFound)), &mut w);
+        assert_eq!(c.xspace_out, Some(PathBuf::from("/abs/logs")), "absolute: untouched");
+        assert_eq!(c.roofline_out, Some(PathBuf::from("x.json")));
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]

@@ -95,3 +95,33 @@ fn processes_writing_in_the_same_second_each_keep_their_file() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_relative_log_directory_is_where_the_process_started_even_after_a_chdir() {
+    // Issue 25, item 4: resolved at exit, a relative ROCTX_UTILS_XSPACE_OUT followed the
+    // process's chdir() and the message named the relative path.
+    let base = std::env::temp_dir().join(format!("roctx_exit_chdir_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("start")).unwrap();
+    std::fs::create_dir_all(base.join("elsewhere")).unwrap();
+    // SAFETY: the child runs the scenario and leaves through exit(); the parent waits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        std::env::set_current_dir(base.join("start")).unwrap();
+        std::env::set_var("ROCTX_UTILS_XSPACE_OUT", "logs");
+        std::env::set_var("ROCTX_UTILS_CAPTURE", "self");
+        runtime::get();
+        IN_PROCESS.push(b"before the chdir");
+        IN_PROCESS.pop();
+        std::env::set_current_dir(base.join("elsewhere")).unwrap();
+        // SAFETY: runs the atexit handlers, ours writes.
+        unsafe { libc::exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status}");
+    assert_eq!(files_under(&base.join("start/logs")).len(), 1);
+    assert!(!base.join("elsewhere/logs").exists());
+    std::fs::remove_dir_all(&base).unwrap();
+}
