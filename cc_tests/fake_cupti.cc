@@ -56,6 +56,8 @@
 // fake_cupti_subscribe_count(), fake_cupti_finalize_count(),
 // fake_cupti_records_delivered_to(completion), fake_cupti_restart_correlation_ids().
 #include <pthread.h>
+
+#include <new>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,6 +249,14 @@ using Completed = void (*)(void*, uint32_t, uint8_t*, size_t, size_t);
 using Record = std::vector<uint8_t>;
 
 std::mutex g_mutex;
+
+// fork() safety: the mutex is held across fork(), so a child never inherits it locked by a
+// thread that does not exist in it (what the real library does is not known; a test of a
+// client's own fork safety must not hang in its double first).
+const bool g_fork_safe = [] {
+  pthread_atfork([] { g_mutex.lock(); }, [] { g_mutex.unlock(); }, [] { new (&g_mutex) std::mutex(); });
+  return true;
+}();
 Requested g_requested = nullptr;
 Completed g_completed = nullptr;
 std::set<int> g_enabled;

@@ -572,6 +572,33 @@ impl Joins {
 
 static JOINS: Mutex<Option<Joins>> = Mutex::new(None);
 
+thread_local! {
+    /// The join lock, from [`fork_prepare`] to [`fork_parent`]/[`fork_child`] (the forking thread).
+    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<Joins>>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Before `fork()`: takes the join lock, which a buffer callback holds while it reads (and calls
+/// the kernel stage under, so it is taken before the kernel stage's lock). A child that
+/// inherited it held by a parent's thread hung forever in its exit-time flush.
+pub(crate) fn fork_prepare() {
+    let held = JOINS.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = FORK_HELD.try_with(|h| *h.borrow_mut() = Some(held));
+}
+
+/// After `fork()`, in the parent.
+pub(crate) fn fork_parent() {
+    let _ = FORK_HELD.try_with(|h| h.borrow_mut().take());
+}
+
+/// After `fork()`, in the child: the parent's thread-id notes are not the child's threads.
+pub(crate) fn fork_child() {
+    let _ = FORK_HELD.try_with(|h| {
+        if let Some(mut held) = h.borrow_mut().take() {
+            *held = None;
+        }
+    });
+}
+
 unsafe extern "C" fn buffer_completed(_context: *mut std::ffi::c_void, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
     if buffer.is_null() {
         return;

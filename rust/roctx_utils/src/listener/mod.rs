@@ -24,6 +24,22 @@ use roctx_config::{log, CaptureRequest, CAPTURE};
 use roctx_sys::rocprofiler::{self, Layout, Record};
 use roctx_sys::roctx::Flavor;
 
+/// `pthread_atfork` steps for the listener's own lock (the CUPTI buffer callback's); the runtime
+/// orders them between the collector's and the kernel stage's.
+pub fn fork_prepare() {
+    cupti::fork_prepare();
+}
+
+/// After `fork()`, in the parent.
+pub fn fork_parent() {
+    cupti::fork_parent();
+}
+
+/// After `fork()`, in the child.
+pub fn fork_child() {
+    cupti::fork_child();
+}
+
 /// Configures tool mode now, if it can be (start-up step 2; later calls return at once).
 pub fn prepare_tool() {
     tool::prepare();

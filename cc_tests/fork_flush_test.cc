@@ -1,0 +1,87 @@
+// A fork while kernel tracing is active: two threads launch (fake CUPTI) and flush through the
+// C API, while the main thread forks children that exit at once. Each child's exit writes the
+// roofline report, which flushes CUPTI, whose buffer callback takes the listener's join lock:
+// a child must never inherit that lock held by a thread that does not exist in it (issue 25,
+// item 1: 2 to 10 of 100 children hung forever). The libraries are loaded as a host that
+// knows nothing of us would have them: CUPTI through ROCTX_UTILS_CUPTI_LIBRARY.
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "roctx_utils/roofline.h"
+
+namespace {
+
+using LaunchFn = uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t);
+using TimestampFn = int (*)(uint64_t*);
+using StatsFn = int (*)(roctx_utils_kernel_stats*);
+
+TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
+  // Read at the library's first call: with a report to write, CUPTI is traced from start-up.
+  const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/roofline.json";
+  setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
+  void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(cupti, nullptr) << dlerror();
+  auto stats = reinterpret_cast<StatsFn>(dlsym(lib, "roctx_utils_kernel_stats_get"));
+  auto launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
+  auto now = reinterpret_cast<TimestampFn>(dlsym(cupti, "cuptiGetTimestamp"));
+  ASSERT_TRUE(stats && launch && now);
+  // The first call that needs the pipeline runs start-up: CUPTI is traced (a report is wanted).
+  auto mark = reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_utils_mark"));
+  ASSERT_NE(mark, nullptr);
+  mark("start");
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 2; ++t) {
+    workers.emplace_back([&] {
+      while (!stop.load()) {
+        uint64_t ts = 0;
+        now(&ts);
+        for (int i = 0; i < 50; ++i) launch("_Z6kernelv", ts + 1000, ts + 2000, 0, 7, 1, 1);
+        roctx_utils_kernel_stats k{sizeof(k)};
+        stats(&k);  // flushes CUPTI: the buffer callback runs on this thread
+      }
+    });
+  }
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 300; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) exit(0);  // the exit-time report write flushes CUPTI in the child
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    pid_t done = 0;
+    for (int waited_ms = 0; waited_ms < 10000 && done == 0; waited_ms += 5) {
+      done = waitpid(pid, &status, WNOHANG);
+      if (done == 0) usleep(5000);
+    }
+    if (done == 0) {
+      ++hung;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+    }
+  }
+  stop.store(true);
+  for (auto& w : workers) w.join();
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(stats(&after), ROCTX_UTILS_OK);
+  EXPECT_GT(after.dispatches, 1000u) << "kernels were traced while forking";
+  EXPECT_EQ(hung, 0) << "children hung at exit (10 s each)";
+  EXPECT_EQ(failed, 0);
+}
+
+}  // namespace
