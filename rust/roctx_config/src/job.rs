@@ -79,7 +79,10 @@ impl JobIdentity {
                     run_name = Some((dir, name));
                     break;
                 }
-                None => warnings.push(format!("{name}={value:?} cannot name a run directory; trying the next job identity")),
+                None => {
+                    let value = crate::Shown(std::ffi::OsStr::new(&value));
+                    warnings.push(format!("{name}={value:?} cannot name a run directory; trying the next job identity"))
+                }
             }
         }
         let mut rank = None;
@@ -90,7 +93,10 @@ impl JobIdentity {
                     rank = Some((n, name));
                     break;
                 }
-                None => warnings.push(format!("{name}={value:?} is not a rank (a non-negative integer); trying the next rank variable")),
+                None => {
+                    let value = crate::Shown(std::ffi::OsStr::new(&value));
+                    warnings.push(format!("{name}={value:?} is not a rank (a non-negative integer); trying the next rank variable"))
+                }
             }
         }
         JobIdentity { run_name, rank }

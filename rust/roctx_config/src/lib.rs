@@ -511,7 +511,7 @@ impl Config {
                     "{ENABLE_ROCTX} is set to an unrecognised value; expected one of 0/false/1/true. \
                      ROCTX emission stays disabled. Failed to parse the env-var {ENABLE_ROCTX} into \
                      bool: {:?}. Use the default value: false",
-                    raw.to_string_lossy()
+                    Shown(&raw)
                 ));
                 false
             }),
@@ -520,6 +520,7 @@ impl Config {
         let string_pool_bytes = match lookup(STRING_POOL_BYTES) {
             None => DEFAULT_STRING_POOL_BYTES,
             Some(raw) => raw.to_str().and_then(parse_bytes).unwrap_or_else(|| {
+                let raw = Shown(&raw);
                 warnings.push(format!(
                     "{STRING_POOL_BYTES}={raw:?} is not a byte count (e.g. 67108864, 64m); using the default {DEFAULT_STRING_POOL_BYTES}"
                 ));
@@ -530,6 +531,7 @@ impl Config {
         let capture = match lookup(CAPTURE) {
             None => CaptureRequest::Auto,
             Some(raw) => raw.to_str().and_then(CaptureRequest::parse).unwrap_or_else(|| {
+                let raw = Shown(&raw);
                 warnings.push(format!("{CAPTURE}={raw:?} is not one of auto, sdk, self, host, off; using auto"));
                 CaptureRequest::Auto
             }),
@@ -543,6 +545,7 @@ impl Config {
                 Some("quiet") => LogLevel::Off,
                 Some(other) if parse_bool(other) == Some(false) => LogLevel::Off,
                 _ => {
+                    let raw = Shown(&raw);
                     warnings.push(format!("{LOG}={raw:?} is not one of warn, info, off; using warn"));
                     LogLevel::Warn
                 }
@@ -552,6 +555,7 @@ impl Config {
         let kernels = match lookup(KERNELS) {
             None => true,
             Some(raw) => raw.to_str().and_then(parse_bool).unwrap_or_else(|| {
+                let raw = Shown(&raw);
                 warnings.push(format!("{KERNELS}={raw:?} is not a boolean (1/0, on/off, true/false, yes/no); using on"));
                 true
             }),
@@ -560,6 +564,7 @@ impl Config {
         let copies = match lookup(COPIES) {
             None => true,
             Some(raw) => raw.to_str().and_then(parse_bool).unwrap_or_else(|| {
+                let raw = Shown(&raw);
                 warnings.push(format!("{COPIES}={raw:?} is not a boolean (1/0, on/off, true/false, yes/no); using on"));
                 true
             }),
@@ -571,6 +576,7 @@ impl Config {
                 Some("auto" | "") => ClockRequest::Auto,
                 Some("boottime") => ClockRequest::Boottime,
                 _ => {
+                    let raw = Shown(&raw);
                     warnings.push(format!("{CLOCK}={raw:?} is not one of auto, boottime; using auto"));
                     ClockRequest::Auto
                 }
@@ -601,6 +607,24 @@ impl Config {
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// A value as a warning shows it: `Debug`-quoted, cut to [`SHOWN_CHARS`] characters with its
+/// length said after (10 kB of `RANK` was echoed in full).
+pub struct Shown<'a>(pub &'a std::ffi::OsStr);
+
+/// The most characters of a bad value a warning echoes.
+pub const SHOWN_CHARS: usize = 80;
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0.to_string_lossy();
+        if text.chars().count() <= SHOWN_CHARS {
+            return write!(f, "{text:?}");
+        }
+        let head: String = text.chars().take(SHOWN_CHARS).collect();
+        write!(f, "{head:?}... ({} bytes)", self.0.len())
+    }
+}
 
 impl Config {
     /// Makes the output paths (`ROCTX_UTILS_XSPACE_OUT`, the roofline report's) absolute against
@@ -687,6 +711,20 @@ mod tests {
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
         move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+    }
+
+    #[test]
+    fn a_huge_bad_value_is_echoed_cut_with_its_length() {
+        // Issue 25: 10 kB of RANK was echoed in full.
+        let big: &'static str = Box::leak("x".repeat(10_000).into_boxed_str());
+        let pairs: &'static [(&'static str, &'static str)] = Box::leak(vec![("RANK", big), (CAPTURE, big)].into_boxed_slice());
+        let (_, w) = Config::from_lookup(&env(pairs));
+        assert_eq!(w.len(), 2, "{w:?}");
+        for warning in &w {
+            assert!(warning.len() < 300, "{} bytes: {warning}", warning.len());
+            assert!(warning.contains("... (10000 bytes)"), "{warning}");
+        }
+        assert_eq!(format!("{:?}", Shown(std::ffi::OsStr::new("short"))), "\"short\"");
     }
 
     #[test]
