@@ -53,7 +53,10 @@ pub fn domain_create(name: &[u8]) -> *mut c_void {
     let registry = registry.get_or_insert_with(HashMap::new);
     let domain: &'static Domain = match registry.get(&name) {
         Some(d) => d,
-        None if registry.len() >= MAX_DOMAINS => &OVERFLOW,
+        None if registry.len() >= MAX_DOMAINS => {
+            overflowed();
+            &OVERFLOW
+        }
         None => {
             let prefix = !name.is_empty() && name != XLA_DOMAIN;
             let d: &'static Domain = Box::leak(Box::new(Domain { name: name.clone(), prefix }));
@@ -62,6 +65,26 @@ pub fn domain_create(name: &[u8]) -> *mut c_void {
         }
     };
     std::ptr::from_ref(domain).cast_mut().cast()
+}
+
+/// Domain names created past [`MAX_DOMAINS`] so far.
+static OVERFLOWED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a domain name past the cap, and says so at the 1st, 2nd, 4th, 8th, ... (never
+/// silently, never one line per create): those domains share one handle, so their push levels
+/// are shared and their labels carry no domain name.
+fn overflowed() {
+    let n = OVERFLOWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        roctx_config::log::warn(format_args!(
+            "NVTX: {n} domain name(s) past the {MAX_DOMAINS} kept share one domain handle: their ranges' push levels are counted together and their labels carry no domain name"
+        ));
+    }
+}
+
+/// Domain names created past the cap so far (they share one handle).
+pub fn domains_over_cap() -> u64 {
+    OVERFLOWED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `nvtxDomainRegisterStringA/W`: a process-lifetime handle for `text`.
@@ -192,4 +215,21 @@ pub fn range_end(id: u64) {
 /// `nvtxNameOsThreadA/W`: names the OS thread `tid` (a `gettid` value) for export.
 pub fn name_os_thread(tid: u32, name: &[u8]) {
     runtime::name_thread(u64::from(tid), name);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domains_past_the_cap_share_one_handle_and_are_counted() {
+        // Issue 25, item 16: they shared a handle silently (push levels 0 and 1 where NVTX
+        // defines 0 and 0, labels without their domain name).
+        let before = domains_over_cap();
+        let handles: Vec<usize> = (0..MAX_DOMAINS + 5).map(|i| domain_create(format!("cap_test_{i}").as_bytes()) as usize).collect();
+        assert!(domains_over_cap() >= before + 5, "{} then {}", before, domains_over_cap());
+        assert_eq!(domain_create(b"cap_test_0") as usize, handles[0], "an existing name keeps its handle");
+        let overflow = std::ptr::from_ref(&OVERFLOW) as usize;
+        assert_eq!(handles[MAX_DOMAINS + 4], overflow);
+    }
 }
