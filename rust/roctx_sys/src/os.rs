@@ -84,3 +84,11 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
 pub fn forget_cached_tid() {
     let _ = TID.try_with(|cell| cell.set(0));
 }
+
+/// Whether a process with id `pid` exists on this host (`kill(pid, 0)`: only ESRCH says no; a
+/// process we may not signal exists).
+pub fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that `pid` can be signalled; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}

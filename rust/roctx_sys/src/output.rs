@@ -232,8 +232,50 @@ struct Temp {
     renamed: bool,
 }
 
+/// This host, as temporary file names carry it: a process id only means something on the host
+/// that issued it (a log directory may be on a file system other hosts write to).
+fn host_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let host = crate::os::hostname();
+        let hash = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+        format!("h{:08x}", hash as u32)
+    })
+}
+
+/// How long a temporary file of a writer that is gone must have lain before it is removed: a
+/// guard against a pid reused in between, on top of the check that nobody has that pid.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Removes from `dir` the temporary files that writers on this host left when they were
+/// killed mid-write (their process no longer exists), and returns how many: each was as large
+/// as its trace, and stayed for good. Never touches another host's, a live process's, or a
+/// fresh one.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let tag = format!(".{}.", host_tag());
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_suffix(".roctx-tmp") else { continue };
+        let Some(pos) = rest.rfind(&tag) else { continue };
+        let mut fields = rest[pos + tag.len()..].split('.');
+        let Some(pid) = fields.next().and_then(|p| p.parse::<i32>().ok()) else { continue };
+        if pid <= 0 || pid == std::process::id() as i32 || crate::os::process_exists(pid) {
+            continue;
+        }
+        let old = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= STALE_AFTER);
+        if old && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 impl Temp {
-    /// `.<name>.<pid>.<n>.roctx-tmp` in `dir`, created exclusively (never an existing file).
+    /// `.<name>.h<host hash>.<pid>.<n>.roctx-tmp` in `dir`, created exclusively (never an
+    /// existing file).
     fn create(dir: &Path, name: &str) -> io::Result<Temp> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         // Keeps the temporary name within NAME_MAX (255 bytes) for long destination names.
@@ -244,7 +286,7 @@ impl Temp {
         let mut attempts = 0;
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!(".{}.{}.{n}.roctx-tmp", &name[..cut], std::process::id()));
+            let path = dir.join(format!(".{}.{}.{}.{n}.roctx-tmp", &name[..cut], host_tag(), std::process::id()));
             attempts += 1;
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(file) => return Ok(Temp { path, file, renamed: false }),
@@ -261,6 +303,38 @@ impl Drop for Temp {
         if !self.renamed {
             let _ = fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_of_writers_that_are_gone_are_removed_and_nothing_else() {
+        // Issue 25, item 10: each rank killed mid-write left its temporary for good.
+        let dir = std::env::temp_dir().join(format!("roctx_stale_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let tag = host_tag();
+        // A pid no process has (above the kernel's pid_max), ours, another host's, a fresh one.
+        let gone = dir.join(format!(".h_rank3.xplane.pb.{tag}.4194999.0.roctx-tmp"));
+        let mine = dir.join(format!(".h.xplane.pb.{tag}.{}.7.roctx-tmp", std::process::id()));
+        let other_host = dir.join(".h.xplane.pb.h00000000.4194999.0.roctx-tmp");
+        let trace = dir.join("h_rank3.xplane.pb");
+        for f in [&gone, &mine, &other_host, &trace] {
+            fs::write(f, b"x").unwrap();
+        }
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for f in [&gone, &mine, &other_host] {
+            File::options().write(true).open(f).unwrap().set_modified(old).unwrap();
+        }
+        let fresh = dir.join(format!(".h_rank4.xplane.pb.{tag}.4194998.0.roctx-tmp"));
+        fs::write(&fresh, b"x").unwrap();
+        assert_eq!(remove_stale_temporaries(&dir), 1);
+        assert!(!gone.exists());
+        assert!(mine.exists() && other_host.exists() && trace.exists() && fresh.exists());
+        fs::remove_dir_all(&dir).unwrap();
     }
 }
 

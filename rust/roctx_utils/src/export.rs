@@ -65,12 +65,22 @@ pub fn write_to_xspace_out(snapshot: &Snapshot) {
     // one run with an entry per process); else the time of this write.
     let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
     match write_logdir_as(snapshot, dir, run, &process_file_stem()) {
-        Ok(path) => log::result(format_args!(
-            "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",
-            snapshot.events.len(),
-            path.display(),
-            dir.display()
-        )),
+        Ok(path) => {
+            log::result(format_args!(
+                "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",
+                snapshot.events.len(),
+                path.display(),
+                dir.display()
+            ));
+            // A rank killed mid-write (SIGKILL, OOM) left its hidden temporary, as large as its
+            // trace, in this run directory for good: the next writer there clears it.
+            if let Some(run_dir) = path.parent() {
+                let removed = roctx_sys::output::remove_stale_temporaries(run_dir);
+                if removed > 0 {
+                    log::info(format_args!("removed {removed} temporary file(s) left in {} by writers killed mid-write", run_dir.display()));
+                }
+            }
+        }
         Err(e) => log::warn(format_args!("{var}={}: could not write the XSpace: {e}", dir.display())),
     }
 }
