@@ -92,3 +92,18 @@ pub fn process_exists(pid: i32) -> bool {
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
+
+/// The pid of the process that started up (0: not yet); a `fork()` child inherits it.
+static START_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Records this process's pid at start-up (the first call wins).
+pub fn note_start_pid() {
+    let _ = START_PID.compare_exchange(0, std::process::id(), std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Acquire);
+}
+
+/// Whether this process is a `fork()` child of the one that started up: it inherited the
+/// parent's configuration (its rank, its report path), which names the parent's files.
+pub fn is_fork_child() -> bool {
+    let start = START_PID.load(std::sync::atomic::Ordering::Acquire);
+    start != 0 && start != std::process::id()
+}

@@ -44,8 +44,15 @@ fn write_logdir_as(snapshot: &Snapshot, dir: &Path, run: Option<&str>, stem: &st
 /// The file name (before `.xplane.pb`, which XProf shows as the host) for this process's
 /// automatic writes: the host and the launcher's rank (`<host>_rank<n>`), else the pid, so the
 /// processes of one job, which share a run directory, each get their own file.
+///
+/// A `fork()` child (a data loader, a compile worker) inherited its parent's rank, so it is
+/// named by its own pid: it never takes its parent's name, nor uses up the rank's names.
 pub fn process_file_stem() -> String {
-    roctx_config::get().job.file_stem(&os::hostname(), std::process::id())
+    let job = &roctx_config::get().job;
+    if os::is_fork_child() {
+        return roctx_config::JobIdentity::default().file_stem(&os::hostname(), std::process::id());
+    }
+    job.file_stem(&os::hostname(), std::process::id())
 }
 
 /// Writes a stopped session to `ROCTX_UTILS_XSPACE_OUT`, when it is set.

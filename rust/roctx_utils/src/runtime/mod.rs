@@ -85,6 +85,7 @@ pub fn get() -> &'static Runtime {
 #[inline(never)]
 fn start() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
+        roctx_sys::os::note_start_pid();
         fork::register_handlers();
         let config = roctx_config::get(); // 1.
         if tool_mode_wanted(config) {
@@ -286,10 +287,22 @@ fn ensure_exit_hook() {
     }
 }
 
+/// The exit hook of the automatic session: stops it and writes it, unless it holds nothing at
+/// all (no range, mark or GPU activity): nobody asked for an empty file, and a process's helper
+/// children (data loaders, compile workers) would each leave one.
 extern "C" fn stop_at_exit() {
     roctx_sys::guard((), || {
-        if roctx_collector::active() {
-            let _ = stop_session();
+        if !roctx_collector::active() {
+            return;
         }
+        let _serial = sessions();
+        let Ok(snapshot) = listener::stop() else { return };
+        if snapshot.events.is_empty() && roctx_kernels::stats().dispatches == 0 {
+            if roctx_config::get().xspace_out.is_some() {
+                log::info(format_args!("nothing was recorded in this process: no trace written"));
+            }
+            return;
+        }
+        export::write_to_xspace_out(&snapshot);
     })
 }

@@ -66,14 +66,47 @@ pub(super) extern "C" fn write_at_exit() {
     roctx_sys::guard((), || {
         if let Some(path) = &roctx_config::get().roofline_out {
             if !WRITTEN.swap(true, Ordering::AcqRel) {
-                write(path);
+                if roctx_sys::os::is_fork_child() {
+                    child_report(path);
+                } else {
+                    write(path);
+                }
             }
         }
     })
 }
 
+/// A `fork()` child inherited its parent's report path: it never replaces the parent's report.
+/// It writes its own beside it (`report.pid<pid>.json`), and nothing when it recorded nothing.
+fn child_report(path: &Path) {
+    listener::kernels::flush();
+    // The child's own: the kernel stage forgot the parent's at the fork.
+    let mine = roctx_kernels::snapshot();
+    if mine.dispatches.is_empty() && mine.invocations.is_empty() {
+        return;
+    }
+    write(&child_path(path, std::process::id()));
+}
+
+/// `dir/report.json` -> `dir/report.pid<pid>.json` (`report` -> `report.pid<pid>`).
+fn child_path(path: &Path, pid: u32) -> std::path::PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.pid{pid}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.pid{pid}"),
+    };
+    path.with_file_name(name)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_child_report_is_named_beside_the_parents() {
+        let p = |s: &str| std::path::PathBuf::from(s);
+        assert_eq!(super::child_path(&p("/r/roofline.json"), 42), p("/r/roofline.pid42.json"));
+        assert_eq!(super::child_path(&p("report"), 7), p("report.pid7"));
+    }
+
     #[test]
     fn every_counted_loss_reaches_the_summary_line() {
         // Issue 25, item 12: kernel names past the cap were counted but never said.

@@ -80,6 +80,7 @@ pub unsafe fn configure(
 
 unsafe extern "C" fn initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> c_int {
     guard(-1, || {
+        roctx_sys::os::note_start_pid();
         super::fork::register_handlers();
         if let Err(why) = listener::tool::initialize_listed() {
             log::warn(format_args!(
