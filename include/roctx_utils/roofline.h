@@ -102,6 +102,7 @@ typedef struct roctx_utils_kernel_stats {
   uint64_t unjoined;              /* kernels not matched to their launch call (kept, no op/range) */
   uint64_t not_seen;              /* launch calls made while another profiler held CUPTI (lost) */
   uint64_t names_too_long;        /* kernel names kept mangled: demangled, over 64 KiB */
+  uint64_t invocations_over_cap;  /* op scopes past the 2^21 kept between resets (no op) */
 } roctx_utils_kernel_stats;
 
 /* Flushes the SDK's buffer, then copies the counters into *out. Returns ROCTX_UTILS_OK or
@@ -124,12 +125,13 @@ int roctx_utils_kernel_stats_get(roctx_utils_kernel_stats* out);
 int roctx_utils_kernels_handover(void);
 int roctx_utils_kernels_reclaim(void);
 
-ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 104);
+ROCTX_UTILS_ASSERT_SIZE(roctx_utils_kernel_stats, 112);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, dispatches, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_over_cap, 72);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, unjoined, 80);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, not_seen, 88);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, names_too_long, 96);
+ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_kernel_stats, invocations_over_cap, 104);
 ROCTX_UTILS_ASSERT_SIZE(roctx_utils_op_source, 48);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, ne, 8);
 ROCTX_UTILS_ASSERT_OFFSET(roctx_utils_op_source, bytes, 40);

@@ -92,9 +92,9 @@ def flush_kernels():
     if lib is None:
         return
     try:
-        # struct roctx_utils_kernel_stats: struct_size first; 104 bytes in this version (an
+        # struct roctx_utils_kernel_stats: struct_size first; 112 bytes in this version (an
         # older library writes its shorter prefix).
-        buf = (ctypes.c_uint64 * 13)()
+        buf = (ctypes.c_uint64 * 14)()
         buf[0] = ctypes.sizeof(buf)
         lib.kernel_stats_get(ctypes.addressof(buf))
     except Exception:

@@ -134,6 +134,13 @@ impl Trace {
                 roctx_kernels::MAX_KERNEL_NAMES
             ));
         }
+        if kernels.stats.invocations_over_cap > 0 {
+            self.warnings.push(format!(
+                "roctx_utils: {} op scopes past the {} kept between resets: their kernels are shown with no op",
+                kernels.stats.invocations_over_cap,
+                roctx_kernels::MAX_INVOCATIONS
+            ));
+        }
         if kernels.stats.names_too_long > 0 {
             self.warnings.push(format!(
                 "roctx_utils: {} kernel names are shown mangled: demangled, each was over {} bytes",

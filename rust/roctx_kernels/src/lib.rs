@@ -56,7 +56,7 @@ pub use ops::{Geometry, OpDescriptor};
 pub use store::{
     begin_invocation, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, invocations_started, kernel_name,
     record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, source_restarted, snapshot,
-    stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, FUTURE_SLACK_NS, MAX_DISPATCHES, MAX_DISPATCH_NS, MAX_GEOMETRIES, MAX_KERNEL_NAMES,
+    stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, FUTURE_SLACK_NS, MAX_DISPATCHES, MAX_DISPATCH_NS, MAX_GEOMETRIES, MAX_INVOCATIONS, MAX_KERNEL_NAMES,
 };
 pub use join::Launch;
 pub use work::{Direction, GraphNode, MemCopy, MemSet, MemoryKind, Work};

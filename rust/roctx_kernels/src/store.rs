@@ -18,6 +18,25 @@ pub const MAX_DISPATCHES: usize = 1 << 21;
 pub const MAX_GEOMETRIES: usize = 1 << 16;
 /// Most kernel names kept.
 pub const MAX_KERNEL_NAMES: usize = 1 << 20;
+/// Most op invocations kept between two resets (about 41 bytes each in the map: 86 MiB at
+/// most); an op scope begun past it is attributed to no op, and counted. llama.cpp opens about
+/// 1,000 per token, so this is about 2,000 tokens between resets.
+pub const MAX_INVOCATIONS: usize = 1 << 21;
+
+/// A smaller cap for this crate's tests (0: none), which also run under valgrind.
+#[cfg(test)]
+pub(crate) static INVOCATION_CAP_FOR_TESTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn invocation_cap() -> usize {
+    #[cfg(test)]
+    {
+        let cap = INVOCATION_CAP_FOR_TESTS.load(Ordering::Relaxed);
+        if cap != 0 {
+            return cap;
+        }
+    }
+    MAX_INVOCATIONS
+}
 
 /// One GPU activity (a kernel dispatch, a memory copy or set), attributed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +125,9 @@ pub struct KernelStats {
     /// Kernel names kept mangled because their demangled form is over
     /// [`MAX_DEMANGLED_NAME`](crate::MAX_DEMANGLED_NAME) (one 167-byte symbol demangles to 54 MB).
     pub names_too_long: u64,
+    /// Op scopes begun past [`MAX_INVOCATIONS`] since the last reset (their kernels count as no
+    /// op).
+    pub invocations_over_cap: u64,
 }
 
 /// Everything captured since the last [`reset`], for exporters and the roofline report.
@@ -180,6 +202,10 @@ pub fn begin_invocation(op: OpDescriptor) -> u32 {
             s.stats.invocations_exhausted += 1;
             return 0;
         };
+        if s.invocations.len() >= invocation_cap() {
+            s.stats.invocations_over_cap += 1;
+            return 0;
+        }
         match s.geometry(op) {
             Some(geometry) => {
                 s.invocations.insert(id, Invocation { geometry, experts_used: 0 });

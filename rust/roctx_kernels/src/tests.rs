@@ -309,3 +309,22 @@ fn a_name_that_demangles_past_the_limit_stays_mangled_and_is_counted() {
     assert_eq!(s.name(9_002), "foo(int)");
     assert_eq!(s.stats.names_too_long, before + 1);
 }
+
+#[test]
+fn op_scopes_past_the_cap_are_counted_and_attributed_to_no_op_until_a_reset() {
+    // Issue 25, item 7: every op scope was kept (about 41 bytes each), 16 M of them 645 MB.
+    let _g = serial();
+    // The real cap is 2 Mi (12 s here, minutes under valgrind): the same code with 1,000.
+    crate::store::INVOCATION_CAP_FOR_TESTS.store(1_000, std::sync::atomic::Ordering::Relaxed);
+    let add = op("ADD", 8);
+    for _ in 0..1_000 {
+        assert_ne!(begin_invocation(add.clone()), 0);
+    }
+    assert_eq!(begin_invocation(add.clone()), 0, "past the cap: no op");
+    assert_eq!(begin_invocation(add.clone()), 0);
+    let s = stats();
+    assert_eq!(s.invocations_over_cap, 2);
+    reset();
+    assert_ne!(begin_invocation(add), 0, "a reset makes room again");
+    crate::store::INVOCATION_CAP_FOR_TESTS.store(0, std::sync::atomic::Ordering::Relaxed);
+}

@@ -82,12 +82,13 @@ pub struct KernelStatsC {
     pub stats: roctx_kernels::KernelStats,
 }
 const _: () = {
-    assert!(size_of::<KernelStatsC>() == 104);
+    assert!(size_of::<KernelStatsC>() == 112);
     assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, dispatches) == 8);
     assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, names_over_cap) == 72);
     assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, unjoined) == 80);
     assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, not_seen) == 88);
     assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, names_too_long) == 96);
+    assert!(offset_of!(KernelStatsC, stats) + offset_of!(roctx_kernels::KernelStats, invocations_over_cap) == 104);
 };
 
 /// `roctx_utils_kernel_stats_get`.

@@ -54,6 +54,7 @@ fn losses(s: &roctx_kernels::KernelStats) -> String {
         (s.invocations_exhausted, "ops past the id space"),
         (s.names_over_cap, "kernel names over the name cap (those kernels have no name)"),
         (s.names_too_long, "kernel names kept mangled (demangled, over 64 KiB)"),
+        (s.invocations_over_cap, "ops over the op cap since the last reset"),
     ];
     let parts: Vec<String> = lost.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
     if parts.is_empty() { String::new() } else { format!("; LOST: {}", parts.join(", ")) }
