@@ -107,7 +107,8 @@ pub fn find_xspaces(path: &Path) -> io::Result<Vec<PathBuf>> {
             .into_iter()
             .flatten()
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with(".xplane.pb") && p.is_file())
+            // By name: a FIFO named like a trace is the reader's to refuse, naming it.
+            .filter(|p| p.to_string_lossy().ends_with(".xplane.pb"))
             .collect();
         files.sort();
         files
