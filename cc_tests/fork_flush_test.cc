@@ -63,8 +63,18 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
       }
     });
   }
+#if defined(__SANITIZE_ADDRESS__)
+  // LeakSanitizer checks each child at its exit and fails it for what the parent's threads held
+  // (they do not exist in the child): only hangs count here, and fewer children (each check is
+  // slow).
+  constexpr bool kCheckStatus = false;
+  constexpr int kForks = 100;
+#else
+  constexpr bool kCheckStatus = true;
+  constexpr int kForks = 300;
+#endif
   int hung = 0, failed = 0;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < kForks; ++i) {
     const pid_t pid = fork();
     if (pid == 0) exit(0);  // the exit-time report write flushes CUPTI in the child
     ASSERT_GT(pid, 0);
@@ -78,7 +88,7 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
       ++hung;
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    } else if (kCheckStatus && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
       ++failed;
     }
   }
