@@ -494,9 +494,16 @@ fn note_ids() -> bool {
     let pthread = unsafe { libc_pthread_self() } as u32; // CAST: CUPTI keeps the low 32 bits
     let tid = roctx_sys::os::current_tid();
     let now = roctx_sys::os::boottime_ns();
-    // Never wait here (a launching thread, maybe a fork child whose parent's CUPTI thread held
-    // the lock): a thread not noted keeps CUPTI's id, which the join falls back to.
-    let Ok(mut guard) = JOINS.try_lock() else { return false };
+    // Never block here (a launching thread): a few tries, yielding to the reader that holds the
+    // lock for one buffer (the watch thread's flush every 100 ms; a fork child never inherits it
+    // held, the fork handlers take it). A thread still not noted keeps CUPTI's id, which the join
+    // falls back to: one try alone lost a note under ASan's slowness.
+    let Some(mut guard) = (0..64).find_map(|_| JOINS.try_lock().ok().or_else(|| {
+        std::thread::yield_now();
+        None
+    })) else {
+        return false;
+    };
     let joins = guard.get_or_insert_with(Joins::default);
     if joins.thread_ids.len() < MAX_THREADS || joins.thread_ids.contains_key(&pthread) {
         let notes = joins.thread_ids.entry(pthread).or_default();
