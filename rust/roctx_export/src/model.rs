@@ -127,37 +127,21 @@ impl Trace {
         if lost > 0 {
             self.warnings.push(format!("roctx_utils: {lost} GPU kernel, copy and set records lost (cap, malformed, or dropped by rocprofiler-sdk or CUPTI)"));
         }
-        if kernels.stats.names_over_cap > 0 {
-            self.warnings.push(format!(
-                "roctx_utils: {} kernel symbols were not kept (over the cap of {} names): their kernels are shown without a name",
-                kernels.stats.names_over_cap,
-                roctx_kernels::MAX_KERNEL_NAMES
-            ));
+        // One line per non-zero loss counter, the count first.
+        let s = &kernels.stats;
+        let counted = [
+            (s.names_over_cap, format!("kernel symbols were not kept (over the cap of {} names): their kernels are shown without a name", roctx_kernels::MAX_KERNEL_NAMES)),
+            (s.invocations_over_cap, format!("op scopes past the {} kept between resets: their kernels are shown with no op", roctx_kernels::MAX_INVOCATIONS)),
+            (s.names_too_long, format!("kernel names are shown mangled: demangled, each was over {} bytes", roctx_kernels::MAX_DEMANGLED_NAME)),
+            (s.unjoined, "GPU kernels, copies and sets could not be matched to their launch call (no range or op shown for them)".to_owned()),
+        ];
+        for (n, what) in counted.into_iter().filter(|(n, _)| *n > 0) {
+            self.warnings.push(format!("roctx_utils: {n} {what}"));
         }
-        if kernels.stats.invocations_over_cap > 0 {
-            self.warnings.push(format!(
-                "roctx_utils: {} op scopes past the {} kept between resets: their kernels are shown with no op",
-                kernels.stats.invocations_over_cap,
-                roctx_kernels::MAX_INVOCATIONS
-            ));
-        }
-        if kernels.stats.names_too_long > 0 {
-            self.warnings.push(format!(
-                "roctx_utils: {} kernel names are shown mangled: demangled, each was over {} bytes",
-                kernels.stats.names_too_long,
-                roctx_kernels::MAX_DEMANGLED_NAME
-            ));
-        }
-        if kernels.stats.unjoined > 0 {
-            self.warnings.push(format!(
-                "roctx_utils: {} GPU kernels, copies and sets could not be matched to their launch call (no range or op shown for them)",
-                kernels.stats.unjoined
-            ));
-        }
-        if kernels.stats.not_seen > 0 {
+        if s.not_seen > 0 {
             self.warnings.push(format!(
                 "roctx_utils: another profiler held CUPTI's activity API for {} CUDA API calls: the kernels, copies and sets they launched went to it and are not in this trace",
-                kernels.stats.not_seen
+                s.not_seen
             ));
         }
     }
