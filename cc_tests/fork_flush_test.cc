@@ -20,6 +20,18 @@
 #include "gtest/gtest.h"
 #include "roctx_utils/roofline.h"
 
+namespace {
+// Set in each child right after fork(): LeakSanitizer's exit-time check reads it.
+std::atomic<bool> g_in_child{false};
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer calls this at exit before its check. A child holds what the parent's threads
+// allocated (they do not exist in it), so its check both fails and, with the parent's heap grown
+// by 2 Mi traced kernels, can take longer than the 10 s a child gets here: one child of 100 was
+// counted as hung in CI for that reason alone. The parent is still checked.
+extern "C" int __lsan_is_turned_off() { return g_in_child.load() ? 1 : 0; }
+#endif
 
 namespace {
 
@@ -64,19 +76,17 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
     });
   }
 #if defined(__SANITIZE_ADDRESS__)
-  // LeakSanitizer checks each child at its exit and fails it for what the parent's threads held
-  // (they do not exist in the child): only hangs count here, and fewer children (each check is
-  // slow).
-  constexpr bool kCheckStatus = false;
-  constexpr int kForks = 100;
+  constexpr int kForks = 150;  // each fork of the instrumented heap is slower
 #else
-  constexpr bool kCheckStatus = true;
   constexpr int kForks = 300;
 #endif
   int hung = 0, failed = 0;
   for (int i = 0; i < kForks; ++i) {
     const pid_t pid = fork();
-    if (pid == 0) exit(0);  // the exit-time report write flushes CUPTI in the child
+    if (pid == 0) {
+      g_in_child.store(true);
+      exit(0);  // the exit-time report write flushes CUPTI in the child
+    }
     ASSERT_GT(pid, 0);
     int status = 0;
     pid_t done = 0;
@@ -86,9 +96,19 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
     }
     if (done == 0) {
       ++hung;
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-    } else if (kCheckStatus && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+      // SIGSEGV first: under ASan the child prints the stack it was stuck in (it has one
+      // thread), which is what a hang report needs; SIGKILL if even that does not end it.
+      kill(pid, SIGSEGV);
+      pid_t reaped = 0;
+      for (int waited_ms = 0; waited_ms < 5000 && reaped == 0; waited_ms += 5) {
+        reaped = waitpid(pid, &status, WNOHANG);
+        if (reaped == 0) usleep(5000);
+      }
+      if (reaped == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+      }
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       ++failed;
     }
   }
