@@ -797,23 +797,21 @@ uint64_t ThreadId() {
 
 std::mutex g_ext_mutex;
 std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> g_ext;  // (ctx, tid) -> stack
-// The "default" thread whose top a thread without a stack inherits: the real SDK uses the thread
-// that loaded it; here the thread that first started the SDK's initialization.
+// The "default" thread whose latest value a thread without a stack inherits: the real SDK uses
+// the thread that loaded it; here the thread that first started the SDK's initialization.
 std::atomic<uint64_t> g_default_tid{0};
+// external_correlation.cpp's default data: one value for the whole SDK, not per context, set
+// by every push on the default thread (to the value) and every pop there (to the new top, or 0),
+// in whichever context.
+uint64_t g_default_value = 0;  // guarded by g_ext_mutex
 
-// The external correlation value a record produced now on `tid` for `ctx` carries: the top of
-// that thread's stack; a thread that never pushed (no stack) inherits the default thread's top;
-// a thread that pushed and popped back to empty has its own empty stack and gets 0 [inferred:
-// the SDK creates the per-thread stack on first push and keeps it].
+// The external correlation value a record produced now on `tid` for `ctx` carries, as
+// external_correlation.cpp's get(): the top of that thread's stack in that context; a thread
+// that never pushed there (no stack), or whose stack is empty again, gets the default data.
 uint64_t ExternalTopLocked(uint64_t ctx, uint64_t tid) {
   auto it = g_ext.find({ctx, tid});
-  if (it == g_ext.end()) {
-    const uint64_t def = g_default_tid.load();
-    if (def == 0 || def == tid) return 0;
-    it = g_ext.find({ctx, def});
-    if (it == g_ext.end()) return 0;
-  }
-  return it->second.empty() ? 0 : it->second.back();
+  if (it != g_ext.end() && !it->second.empty()) return it->second.back();
+  return g_default_value;
 }
 
 uint64_t ExternalTop(uint64_t ctx, uint64_t tid) {
@@ -2135,6 +2133,7 @@ FAKE_EXPORT int rocprofiler_push_external_correlation_id(uint64_t context_id, ui
   }
   std::lock_guard<std::mutex> lock(g_ext_mutex);
   g_ext[{context_id, tid}].push_back(value);
+  if (tid == g_default_tid.load()) g_default_value = value;
   return kSuccess;
 }
 
@@ -2156,6 +2155,7 @@ FAKE_EXPORT int rocprofiler_pop_external_correlation_id(uint64_t context_id, uin
   if (it == g_ext.end() || it->second.empty()) return kError;
   if (out != nullptr) *out = it->second.back();
   it->second.pop_back();
+  if (tid == g_default_tid.load()) g_default_value = it->second.empty() ? 0 : it->second.back();
   return kSuccess;
 }
 

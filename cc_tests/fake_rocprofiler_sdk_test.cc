@@ -1668,8 +1668,10 @@ TEST(FakeSdkKernels, ThreadsWithoutAStackInheritTheDefaultThread) {
   ASSERT_EQ(a.pop_ext(w.kctx, me, nullptr), 0);
   ASSERT_EQ(a.flush_buffer(w.kbuf), 0);
   EXPECT_EQ(fresh_top, 500u);
-  EXPECT_EQ(other_ctx_top, 0u) << "inheritance is per context";
-  EXPECT_EQ(emptied_top, 0u) << "a thread that pushed has its own (now empty) stack";
+  // external_correlation.cpp: the default data is one value for the SDK, whatever the context,
+  // and an empty stack reads it too.
+  EXPECT_EQ(other_ctx_top, 500u) << "the default thread's latest value, from any context";
+  EXPECT_EQ(emptied_top, 500u) << "an emptied stack reads the default thread's value too";
   EXPECT_EQ(a.ext_stack_depth(w.kctx, fresh_tid), 0);
   std::vector<std::pair<uint64_t, uint64_t>> got;  // (thread, external)
   for (const auto& b : WaitRecords(4)) {
@@ -1677,9 +1679,13 @@ TEST(FakeSdkKernels, ThreadsWithoutAStackInheritTheDefaultThread) {
   }
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[0], std::make_pair(fresh_tid, uint64_t{500}));
-  EXPECT_EQ(got[1], std::make_pair(emptied_tid, uint64_t{0}));
+  EXPECT_EQ(got[1], std::make_pair(emptied_tid, uint64_t{500}));
   EXPECT_EQ(got[2], std::make_pair(own_tid, uint64_t{700}));
   EXPECT_EQ(got[3], std::make_pair(me, uint64_t{500}));
+  uint64_t after_pop = 1;
+  std::thread late([&] { after_pop = a.ext_stack_top(w.kctx, Gettid()); });
+  late.join();
+  EXPECT_EQ(after_pop, 0u) << "the default thread popped its last value";
 }
 
 TEST(FakeSdkKernels, CallbackRecordsCarryTheExternalId) {

@@ -360,6 +360,56 @@ TEST_F(Roofline, CopiesAndGraphLaunchesAreGpuEventsUnderTheRangeOpenAtTheirCall)
   EXPECT_EQ(json.find("\"invocation\": " + std::to_string(op) + ","), std::string::npos) << json;
 }
 
+// A thread's first kernel, launched before it ever opened a range or an op, has neither: not
+// the main thread's op and range that were open at the time, and not the range the thread
+// opens next with the same number. (Issue 25 item 11: on the external-correlation path a thread
+// without a stack of its own gets the SDK's "default" thread's top, which named the main
+// thread's op, and whose range number matched the worker's first range.)
+TEST_F(Roofline, AThreadsFirstKernelBeforeItsFirstRangeHasNoRangeAndNoOp) {
+  const Fake& f = Fake::Get();
+  f.load_symbol(51, "_Z5earlyv", 15);
+  f.load_symbol(52, "_Z5laterv", 15);
+  ASSERT_EQ(capture_test::Start(), ROCTX_UTILS_OK);
+  // The main thread (the one that started the SDK) inside a range and an op, so that the top a
+  // stack-less thread could inherit names both.
+  tsl::profiler::RangePush(nullptr, "main_range");
+  Op main_op("SOFT_MAX", 32, 256);
+  const uint64_t main_id = roctx_utils_op_begin(main_op.Desc());
+  ASSERT_GT(main_id, 0u);
+  const uint64_t t0 = BoottimeNs();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&f, t0, w] {
+      const uint64_t t = t0 + 10000 * static_cast<uint64_t>(w);
+      ASSERT_EQ(f.dispatch(51, t, t + 1000, 1, 3), 1);  // before this thread's first range
+      tsl::profiler::RangePush(nullptr, "outer");
+      ASSERT_EQ(f.dispatch(52, t + 2000, t + 3000, 1, 3), 1);
+      tsl::profiler::RangePop(nullptr);
+    });
+  }
+  for (auto& w : workers) w.join();
+  ASSERT_EQ(f.dispatch(52, t0 + 40000, t0 + 41000, 1, 3), 1);  // the main thread's own: its op
+  roctx_utils_op_end();
+  tsl::profiler::RangePop(nullptr);
+  usleep(200);
+  roctx_utils_snapshot* snapshot = nullptr;
+  ASSERT_EQ(roctx_utils_session_stop(&snapshot), ROCTX_UTILS_OK);
+  const std::string chrome_path = capture_test::TmpDir("first_kernel") + "/trace.json";
+  ASSERT_EQ(roctx_utils_snapshot_write_chrome(snapshot, chrome_path.c_str()), ROCTX_UTILS_OK);
+  roctx_utils_snapshot_free(snapshot);
+  const std::string chrome = capture_test::ReadFile(chrome_path);
+  EXPECT_EQ(Count(chrome, "\"name\":\"early()\""), 3u) << chrome;
+  EXPECT_EQ(Count(chrome, "\"nvtx_range\":\"outer\""), 6u)
+      << "3 ranges and the 3 kernels launched inside them, none of the early ones\n" << chrome;
+  EXPECT_EQ(Count(chrome, "\"nvtx_range\":\"main_range\""), 2u)
+      << "the main range and the main thread's kernel, no worker's\n" << chrome;
+  // The report: the main thread's op has its own kernel only (1 us, not 4).
+  const std::string json = WriteReport("first_kernel.json");
+  const size_t row = json.find("\"invocation\": " + std::to_string(main_id) + ",");
+  ASSERT_NE(row, std::string::npos) << json;
+  EXPECT_NE(json.find("\"total_gpu_time_us\": 1.0"), std::string::npos) << json;
+}
+
 // The SDK refused HIP API tracing (roofline_external_v*_test): attribution falls back to the
 // external-correlation stack, and every test above must give the same answers.
 bool ByExternalCorrelation() { return std::getenv("FAKE_ROCPROFILER_REFUSE_HIP_API") != nullptr; }

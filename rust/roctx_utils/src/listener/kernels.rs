@@ -18,7 +18,9 @@
 //! recorded ranges say what was open then. Only when the SDK refuses HIP API tracing does the
 //! old path remain: each launching thread keeps one external-correlation entry of ours, the value
 //! [`roctx_kernels::attribution::encode`]`(invocation, range)`, replaced (pop, then push) at every
-//! range or op change, and dispatches copy it at enqueue time.
+//! range or op change, and dispatches copy it at enqueue time; a value a thread inherited
+//! from the SDK's default thread (it had no stack yet) is recognised by its flag and names
+//! nothing ([`roctx_kernels::attribution::resolve`]).
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -45,6 +47,10 @@ static STATE: AtomicU8 = AtomicU8::new(0);
 static BY_EXTERNAL: AtomicBool = AtomicBool::new(false);
 /// The record layout of the SDK in use (HIP API records differ between 6.x and 7.x).
 static LAYOUT_V7: AtomicBool = AtomicBool::new(false);
+/// The SDK's "default" thread, whose top a thread without an external-correlation stack
+/// inherits: the thread that loaded the SDK, which is the one that configures and initializes
+/// its tools (registration runs synchronously inside that load).
+static DEFAULT_TID: AtomicU64 = AtomicU64::new(0);
 
 /// HIP runtime calls that enqueue work on a device: kernel launches of every flavour, graph
 /// launches, and the copies and fills that may run as blit kernels.
@@ -64,6 +70,7 @@ fn sdk_active() -> bool {
 /// Inside the SDK's `initialize`: sets up kernel tracing if the configuration wants it. A
 /// failure is logged with its reason and leaves marker capture as it is.
 pub(super) fn initialize(api: &SdkApi, layout: Layout) {
+    DEFAULT_TID.store(roctx_sys::os::current_tid(), Ordering::Release);
     let config = roctx_config::get();
     if !config.kernels && config.roofline_out.is_none() {
         STATE.store(2, Ordering::Release);
@@ -207,7 +214,7 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
         if pushed && (old_i, old_r) == (invocation, range) {
             return true;
         }
-        replace_entry(pushed, roctx_kernels::attribution::encode(invocation, range))
+        replace_entry(pushed, invocation, range)
     } else {
         true
     };
@@ -220,17 +227,35 @@ fn by_external() -> bool {
 }
 
 /// The SDK side of [`set_scope`] on the external-correlation path: pops this thread's entry if
-/// `pushed`, pushes `value`.
-fn replace_entry(pushed: bool, value: u64) -> bool {
+/// `pushed`, pushes the value for `(invocation, range)`.
+fn replace_entry(pushed: bool, invocation: u32, range: u32) -> bool {
+    use roctx_kernels::attribution::{encode_on, MAX_RANGE};
     let Some(k) = KERNEL_API.get() else { return false };
     let context = CONTEXT.load(Ordering::Acquire);
     let tid = roctx_sys::os::current_tid();
+    let range = if range <= MAX_RANGE {
+        range
+    } else {
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            log::warn(format_args!("a thread opened more than {MAX_RANGE} ROCTX ranges: its kernels from now on are attributed to ops only, not to ranges (the SDK's external correlation value has no room for more)"));
+        }
+        0
+    };
+    let value = encode_on(invocation, range, tid == DEFAULT_TID.load(Ordering::Acquire));
     if pushed {
         // SAFETY: our context, a Linux tid, a nullable out-pointer.
         let _ = unsafe { (k.pop_external_correlation_id)(context, tid, std::ptr::null_mut()) };
     }
     // SAFETY: our context and a Linux tid; the value is passed by value.
     unsafe { (k.push_external_correlation_id)(context, tid, value) == 0 }
+}
+
+/// What a record's external correlation value says of its launching `thread`: nothing, where
+/// the thread had no stack yet and the SDK gave it the default thread's top
+/// ([`roctx_kernels::attribution::resolve`]).
+fn own_external(value: u64, thread: u64) -> u64 {
+    roctx_kernels::attribution::resolve(value, thread == DEFAULT_TID.load(Ordering::Relaxed))
 }
 
 /// Runs a callback's work inside the panic fence; a batch or symbol lost to a panic is counted.
@@ -278,7 +303,7 @@ unsafe extern "C" fn on_buffer(_context: u64, _buffer: u64, headers: *mut *mut R
                     start_ns: d.start_ns,
                     end_ns: d.end_ns,
                     kernel_id: d.kernel_id,
-                    external: d.correlation_external,
+                    external: own_external(d.correlation_external, d.thread_id),
                     by_launch,
                     thread_id: d.thread_id,
                     agent_id: d.agent_id,
@@ -353,7 +378,7 @@ fn copy(c: &rocprofiler::MemoryCopy, by_launch: bool) -> RawDispatch {
         work: Work::Copy(MemCopy { bytes: c.bytes, direction, src: memory(device_src), dst: memory(device_dst), is_async: false }),
         start_ns: c.start_ns,
         end_ns: c.end_ns,
-        external: c.correlation_external,
+        external: own_external(c.correlation_external, c.thread_id),
         by_launch,
         thread_id: c.thread_id,
         agent_id: gpu,
