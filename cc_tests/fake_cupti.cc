@@ -257,17 +257,23 @@ const bool g_fork_safe = [] {
   pthread_atfork([] { g_mutex.lock(); }, [] { g_mutex.unlock(); }, [] { new (&g_mutex) std::mutex(); });
   return true;
 }();
+// Exit safety: the containers below are made once and never destroyed (references to heap
+// objects, reachable from these globals, so not leaks), because threads of the host may still
+// call CUPTI while the process exits and its static destructors run; a destroyed set or vector
+// under them crashed 8 of 60 exiting processes.
 Requested g_requested = nullptr;
 Completed g_completed = nullptr;
-std::set<int> g_enabled;
+std::set<int>& g_enabled = *new std::set<int>;
 uint64_t (*g_timestamp)() = nullptr;  // cuptiActivityRegisterTimestampCallback; null = default
 int g_disable_calls = 0;
-std::vector<Record> g_pending;        // one entry per record, in order
+std::vector<Record>& g_pending = *new std::vector<Record>;  // one entry per record, in order
 Requested g_pending_owner = nullptr;  // registered when g_pending's first record was queued
 uint64_t g_generation = 0;            // cuptiFinalize calls: a call in flight across one is lost
 uint32_t g_next_correlation = 1;
-std::map<const char*, std::string> g_names;  // stable name storage per kernel
-std::map<const void*, uint64_t> g_delivered;  // completion callback -> records handed to it
+// Stable name storage per kernel.
+std::map<const char*, std::string>& g_names = *new std::map<const char*, std::string>;
+// Completion callback -> records handed to it.
+std::map<const void*, uint64_t>& g_delivered = *new std::map<const void*, uint64_t>;
 // Subscriber handles: a distinct address per subscription, so a stale handle is not the
 // current one (statics, not allocations: nothing for LeakSanitizer to find).
 char g_subscriber_slots[256];

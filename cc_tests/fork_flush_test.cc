@@ -3,7 +3,9 @@
 // roofline report, which flushes CUPTI, whose buffer callback takes the listener's join lock:
 // a child must never inherit that lock held by a thread that does not exist in it (issue 25,
 // item 1: 2 to 10 of 100 children hung forever). The libraries are loaded as a host that
-// knows nothing of us would have them: CUPTI through ROCTX_UTILS_CUPTI_LIBRARY.
+// knows nothing of us would have them: CUPTI through ROCTX_UTILS_CUPTI_LIBRARY. The second
+// test has forked children exit while their own threads launch and flush (issue 25: the CUPTI
+// double's exit safety, and ours).
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -38,6 +41,35 @@ namespace {
 using LaunchFn = uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t);
 using TimestampFn = int (*)(uint64_t*);
 using StatsFn = int (*)(roctx_utils_kernel_stats*);
+
+// Waits up to 10 s for child `pid` to exit 0. A child that hangs gets SIGSEGV first: under
+// ASan it prints the stack it was stuck in (it has one thread), which is what a hang report
+// needs; SIGKILL if even that does not end it.
+void WaitForChild(pid_t pid, int* hung, int* failed) {
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 10000 && done == 0; waited_ms += 5) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) usleep(5000);
+  }
+  if (done == 0) {
+    ++*hung;
+    kill(pid, SIGSEGV);
+    pid_t reaped = 0;
+    for (int waited_ms = 0; waited_ms < 5000 && reaped == 0; waited_ms += 5) {
+      reaped = waitpid(pid, &status, WNOHANG);
+      if (reaped == 0) usleep(5000);
+    }
+    if (reaped == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ++*failed;
+    fprintf(stderr, "child %d: %s %d\n", static_cast<int>(pid), WIFEXITED(status) ? "exit status" : "signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  }
+}
 
 TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
 #if defined(__SANITIZE_THREAD__)
@@ -88,29 +120,7 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
       exit(0);  // the exit-time report write flushes CUPTI in the child
     }
     ASSERT_GT(pid, 0);
-    int status = 0;
-    pid_t done = 0;
-    for (int waited_ms = 0; waited_ms < 10000 && done == 0; waited_ms += 5) {
-      done = waitpid(pid, &status, WNOHANG);
-      if (done == 0) usleep(5000);
-    }
-    if (done == 0) {
-      ++hung;
-      // SIGSEGV first: under ASan the child prints the stack it was stuck in (it has one
-      // thread), which is what a hang report needs; SIGKILL if even that does not end it.
-      kill(pid, SIGSEGV);
-      pid_t reaped = 0;
-      for (int waited_ms = 0; waited_ms < 5000 && reaped == 0; waited_ms += 5) {
-        reaped = waitpid(pid, &status, WNOHANG);
-        if (reaped == 0) usleep(5000);
-      }
-      if (reaped == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-      }
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      ++failed;
-    }
+    WaitForChild(pid, &hung, &failed);
   }
   stop.store(true);
   for (auto& w : workers) w.join();
@@ -119,6 +129,53 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
   EXPECT_GT(after.dispatches, 1000u) << "kernels were traced while forking";
   EXPECT_EQ(hung, 0) << "children hung at exit (10 s each)";
   EXPECT_EQ(failed, 0);
+}
+
+// exit() while other threads launch and flush through CUPTI: the exit-time report write flushes
+// CUPTI on the exiting thread while the workers keep calling it, and the static destructors of
+// everything loaded run under them. Each child must still exit 0, every time: nothing of ours
+// (or of the CUPTI double, which stays usable through its own teardown) may crash it.
+TEST(ExitWhileTracing, ExitWhileThreadsLaunchAndFlushEndsTheProcessCleanly) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "fork() of a multi-threaded process under ThreadSanitizer";
+#endif
+  const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/exit_race.json";
+  setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
+  void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(cupti, nullptr) << dlerror();
+  auto stats = reinterpret_cast<StatsFn>(dlsym(lib, "roctx_utils_kernel_stats_get"));
+  auto launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
+  auto now = reinterpret_cast<TimestampFn>(dlsym(cupti, "cuptiGetTimestamp"));
+  auto mark = reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_utils_mark"));
+  ASSERT_TRUE(stats && launch && now && mark);
+  mark("start");
+  constexpr int kChildren = 60;
+  int hung = 0, failed = 0;
+  for (int i = 0; i < kChildren; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      g_in_child.store(true);
+      for (int t = 0; t < 3; ++t) {
+        std::thread([=] {
+          for (;;) {
+            uint64_t ts = 0;
+            now(&ts);
+            for (int k = 0; k < 20; ++k) launch("_Z6kernelv", ts + 1000, ts + 2000, 0, 7, 1, 1);
+            roctx_utils_kernel_stats st{sizeof(st)};
+            stats(&st);
+          }
+        }).detach();
+      }
+      usleep(1000 + 700 * (i % 8));  // exit at a different point of the workers' loop each time
+      exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    WaitForChild(pid, &hung, &failed);
+  }
+  EXPECT_EQ(hung, 0) << "children hung at exit (10 s each)";
+  EXPECT_EQ(failed, 0) << "children that crashed or failed at exit, of " << kChildren;
 }
 
 }  // namespace
