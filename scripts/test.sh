@@ -533,6 +533,9 @@ run_xprof() {
     run_job_batches "$dir"
   fi
 
+  # (e) Op scopes in XProf's op statistics and Roofline Model (issue 26).
+  run_op_scopes "$dir/op_scopes"
+
   # (c) Negative control: the same merge with display ids cleared collides in XProf (U2), and
   #     the checker has to say so.
   echo
@@ -553,6 +556,48 @@ run_xprof() {
   else
     echo "FAIL negative control: check_xprof.py (exit $rc) did not report the row collision"
     record "xprof: negative control" 0 1 "collision not detected"
+  fi
+}
+
+# op_scopes_host (4 groups of roofline.h op scopes and their kernels) on the fake
+# rocprofiler-sdk and on the fake CUPTI writes its XSpace and roofline report at exit;
+# check_op_scopes.py holds XProf's roofline_model, framework_op_stats and overview_page against
+# `roctx roofline` on the report. Then the ROCm one merged with a real XLA capture (jax[cpu]):
+# the same answers, and XLA's modules intact.  run_op_scopes DIR
+run_op_scopes() {
+  local dir=$1 bin=$ROOT/bazel-bin/cc_tests roctx=$ROOT/rust/target/release/roctx xla v
+  mkdir -p "$dir"
+  echo
+  echo "==> $BAZEL build //cc_tests:op_scopes_host //cc_tests:op_scopes_host_cupti --config=bazel4 --config=rocm"
+  if ! "$BAZEL" build //cc_tests:op_scopes_host //cc_tests:op_scopes_host_cupti --config=bazel4 --config=rocm ||
+    ! (cd rust && cargo build --release --locked -q -p roctx_cli); then
+    record "xprof: op scopes" 0 1 "build failed"
+    return
+  fi
+  echo "==> op_scopes_host (fake rocprofiler-sdk 7.0, tool mode), op_scopes_host_cupti (fake CUPTI)"
+  env -u ROCTX_UTILS_CAPTURE XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=sdk \
+    ROCTX_UTILS_ROCTX_LIBRARY="$bin/libfake_roctx.so" FAKE_ROCPROFILER_NO_ATEXIT=1 FAKE_ROCPROFILER_VERSION=10000 \
+    ROCTX_UTILS_ROCPROFILER_LIBRARY="$bin/fake_sdk7/lib/librocprofiler-sdk.so.1" \
+    ROCTX_UTILS_XSPACE_OUT="$dir/rocm" ROCTX_UTILS_ROOFLINE_OUT="$dir/rocm.json" "$bin/op_scopes_host" >"$dir/rocm.log" 2>&1
+  env -u ROCTX_UTILS_CAPTURE ROCTX_UTILS_TEST_LIBRARY="$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" \
+    ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
+    ROCTX_UTILS_XSPACE_OUT="$dir/cupti" ROCTX_UTILS_ROOFLINE_OUT="$dir/cupti.json" "$bin/op_scopes_host_cupti" >"$dir/cupti.log" 2>&1
+  for v in rocm cupti; do
+    cat "$dir/$v.log"
+    "$XPROF_VENV/bin/python" tests/xprof/check_op_scopes.py --roctx "$roctx" --report "$dir/$v.json" "$dir/$v" \
+      2>"$dir/check_$v.err" | tee "$dir/check_$v.log"
+    record_result "xprof: op scopes ($v)" "$dir/check_$v.log" "op scopes" "${PIPESTATUS[0]}" check_op_scopes.py
+  done
+  echo "==> jax[cpu] capture, merged with the ROCm one: roctx merge"
+  if ensure_jax_cpu && "$XPROF_VENV/bin/python" tests/xprof/jax_cpu_capture.py "$dir/jax" >"$dir/jax.log" 2>&1 &&
+    xla=$(find "$dir/jax" -name '*.xplane.pb' | head -n 1) && [ -n "$xla" ] &&
+    "$roctx" merge "$xla" "$dir/rocm" -o "$dir/merged.xplane.pb"; then
+    "$XPROF_VENV/bin/python" tests/xprof/check_op_scopes.py --roctx "$roctx" --report "$dir/rocm.json" \
+      --merged-with "$xla" "$dir/merged.xplane.pb" 2>"$dir/check_merged.err" | tee "$dir/check_merged.log"
+    record_result "xprof: op scopes merged with XLA" "$dir/check_merged.log" "op scopes" "${PIPESTATUS[0]}" check_op_scopes.py
+  else
+    cat "$dir/jax.log"
+    record "xprof: op scopes merged with XLA" 0 1 "the jax[cpu] capture or roctx merge failed"
   fi
 }
 

@@ -39,6 +39,7 @@ assert!(json.to_string().contains("\"nvtx_range\":\"inner\""));
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod chrome;
+pub mod hlo;
 pub mod inspect;
 pub mod logdir;
 mod model;
@@ -46,4 +47,4 @@ pub use roctx_sys::output;
 pub mod xplane;
 pub mod xplane_proto;
 
-pub use model::{warnings, Event, EventKind, Snapshot, Stats, Trace};
+pub use model::{warnings, DeviceCaps, Event, EventKind, OpCost, Snapshot, Stats, Trace};

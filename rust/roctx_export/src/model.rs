@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 pub use roctx_collector::{Event, EventKind, Snapshot, Stats};
 
 /// A capture session, ready to export.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Trace {
     /// Host name, used for `XSpace.hostnames` and the log directory file name.
     pub hostname: String,
@@ -28,6 +28,46 @@ pub struct Trace {
     pub warnings: Vec<String>,
     /// GPU kernels of the session ([`Trace::add_kernels`]), in device start order.
     pub kernels: Vec<KernelEvent>,
+    /// What each op invocation (an op scope: `roofline.h`, llama.cpp's hooks) cost, by
+    /// invocation id, as a layer that knows the ops computed it: the GPU planes then carry one
+    /// op event per invocation that XProf's op statistics and Roofline Model read.
+    pub op_costs: BTreeMap<u32, OpCost>,
+    /// What is known of each GPU (`/device:GPU:<n>`), by index: XProf's peaks.
+    pub devices: BTreeMap<u32, DeviceCaps>,
+}
+
+/// One op invocation's cost, with the group it belongs to (identical ops: same op, shapes and
+/// types, as `roctx roofline` groups them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpCost {
+    /// The group's one-line label (`MUL_MAT q4_K[4096,32000] f32[4096] -> f32[32000]`).
+    pub group: String,
+    /// The op (ggml's `MUL_MAT`; fused ops joined by `+`).
+    pub op_type: String,
+    /// FLOPs of this invocation.
+    pub flops: u64,
+    /// Bytes this invocation moved (the roofline report's corrected count).
+    pub bytes: u64,
+}
+
+/// A GPU's capabilities, as XProf's device plane stats name them (`device_caps_utils.cc`);
+/// `None` where nothing gave the value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DeviceCaps {
+    /// `"Nvidia"` or `"AMD"`.
+    pub vendor: Option<String>,
+    /// Shader clock, kHz.
+    pub clock_rate_khz: Option<u64>,
+    /// SMs or CUs.
+    pub core_count: Option<u64>,
+    /// Peak memory bandwidth, bytes/s.
+    pub memory_bandwidth: Option<u64>,
+    /// Device memory, bytes.
+    pub memory_size: Option<u64>,
+    /// Compute capability (NVIDIA) or GFX major/minor (AMD).
+    pub compute_cap: Option<(u32, u32)>,
+    /// The FLOP peak XProf is to use, TFLOP/s (overrides its own estimate from clock and cores).
+    pub peak_tflops: Option<f64>,
 }
 
 /// One GPU activity (a kernel, a memory copy or set), as the exporters draw it.
@@ -71,7 +111,7 @@ impl Trace {
             labels: snapshot.labels.clone(),
             thread_names: snapshot.thread_names.clone(),
             warnings: warnings(&snapshot.stats),
-            kernels: Vec::new(),
+            ..Trace::default()
         }
     }
 

@@ -348,17 +348,33 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             stats,
         });
     }
+    for (gpu, p) in &mut planes {
+        for line in &mut p.lines {
+            let names: Vec<&str> = kinds.get(&(*gpu, line.id)).into_iter().flatten().map(|&i| roctx_kernels::Work::XLA_KINDS[i]).collect();
+            line.name = stream_line_name(line.id, &names);
+        }
+        if let Some(caps) = trace.devices.get(gpu) {
+            ops::add_device_caps(p, caps);
+        }
+    }
+    if let Some(scopes) = ops::OpScopes::of(trace) {
+        ops::add_op_events(trace, &scopes, &mut planes, line_ts);
+    }
     planes
-        .into_iter()
-        .map(|(gpu, mut p)| {
-            for line in &mut p.lines {
-                let names: Vec<&str> = kinds.get(&(gpu, line.id)).into_iter().flatten().map(|&i| roctx_kernels::Work::XLA_KINDS[i]).collect();
-                line.name = stream_line_name(line.id, &names);
-            }
+        .into_values()
+        .map(|mut p| {
             p.lines.sort_by_key(|l| l.id);
             p
         })
         .collect()
+}
+
+/// Adds the module of `trace`'s op groups (the instructions its GPU planes' op events name) to
+/// `space`'s `/host:metadata` plane, if it has any.
+pub fn add_op_module(space: &mut XSpace, trace: &Trace) {
+    if let Some(scopes) = ops::OpScopes::of(trace) {
+        ops::add_module(space, &scopes.module);
+    }
 }
 
 /// XLA's name for a GPU stream line: `Stream #<id>`, then its kinds of work in parentheses,
@@ -400,12 +416,13 @@ fn standalone_parts(trace: &Trace) -> (XSpace, RoctxEvents) {
     let mut planes = vec![host];
     planes.extend(gpu_planes(trace, wall_start(trace)));
     planes.push(task_env_plane(wall_start(trace), stop));
-    let space = XSpace {
+    let mut space = XSpace {
         planes,
         hostnames: vec![trace.hostname.clone()],
         warnings: trace.warnings.clone(),
         ..XSpace::default()
     };
+    add_op_module(&mut space, trace);
     (space, events)
 }
 
@@ -453,6 +470,7 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
     });
     space.planes.push(roctx_plane_based(trace, base));
     add_gpu_planes(&mut space, gpu_planes(trace, base));
+    add_op_module(&mut space, trace);
     space.warnings.extend(trace.warnings.iter().cloned());
     if !trace.hostname.is_empty() && space.hostnames.is_empty() {
         space.hostnames.push(trace.hostname.clone());
@@ -482,6 +500,17 @@ pub fn add_gpu_planes(space: &mut XSpace, ours: Vec<XPlane>) {
                 continue;
             }
             if space.planes[at].lines.iter().any(|l| !l.events.is_empty()) {
+                // The host's events are XLA's ops already (`hlo_op` on its kernels): our op
+                // events over the same GPU time would make XProf count it twice.
+                let op_events: usize = plane.lines.iter().filter(|l| ops::is_op_line(l)).map(|l| l.events.len()).sum();
+                plane.lines.retain(|l| !ops::is_op_line(l));
+                if op_events > 0 {
+                    space.warnings.push(format!(
+                        "roctx_utils: {} already holds the host's own GPU events: our {op_events} op scope events are left out of it (XProf's op statistics would count their GPU time twice)",
+                        plane.name
+                    ));
+                }
+                let n: usize = plane.lines.iter().map(|l| l.events.len()).sum();
                 beside(&mut plane, &mut space.planes[at]);
                 space.warnings.push(format!(
                     "roctx_utils: {} already holds the host's own GPU events; our {n} are beside them, in rows named `... roctx_utils`, with their details renamed so that XProf's kernel and memcpy statistics count the host's only",
@@ -571,6 +600,8 @@ pub fn merge_spaces(spaces: Vec<XSpace>) -> XSpace {
             }
         }
     }
+    // Modules live in event metadata no line refers to, which a plane merge would drop.
+    ops::unify_metadata_planes(&mut out);
     // Several ROCTX planes (one per input) become one before the merge.
     merge_planes_with_same_names(&mut out);
     merge_host_planes(&mut out);
@@ -659,6 +690,11 @@ pub fn fold_processes(spaces: Vec<(String, XSpace)>) -> XSpace {
                 }
                 continue;
             }
+            if plane.name == ops::METADATA_PLANE {
+                // XProf reads modules from this plane only, by its exact name.
+                out.planes.push(plane);
+                continue;
+            }
             plane.name = format!("{} {stem}", plane.name);
             if names.contains(&plane.name) {
                 plane.name = next_free(&plane.name, &mut suffixes, |c| !names.contains(c), |base, n| format!("{base} ({n})"));
@@ -678,6 +714,7 @@ pub fn fold_processes(spaces: Vec<(String, XSpace)>) -> XSpace {
         }
     }
     out.planes.extend(env);
+    ops::unify_metadata_planes(&mut out);
     for (id, plane) in (1i64..).zip(&mut out.planes) {
         plane.id = id;
     }
@@ -1427,6 +1464,8 @@ pub fn nesting_depth(line: &XLine) -> usize {
 }
 
 mod encode;
+mod ops;
+pub use ops::{add_module, is_op_line, op_line_name, unify_metadata_planes, METADATA_PLANE, OP_LINE_BASE};
 
 #[cfg(test)]
 mod tests;

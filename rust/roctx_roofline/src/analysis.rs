@@ -216,6 +216,24 @@ fn tensor(ty: &str, ne: &[u64; 4]) -> String {
     format!("{ty}{}", shape(ne))
 }
 
+/// The one-line label of the group `row` belongs to ([`Group::label`]:
+/// `MUL_MAT+ADD q4_K[4864,896] f32[4864] -> f32[896]`).
+pub fn group_label(row: &Row) -> String {
+    format!("{} {}", op_name(row), shapes(row))
+}
+
+/// The op of the group `row` belongs to ([`Group::op`]: fused ops joined by `+`).
+pub fn group_op(row: &Row) -> String {
+    op_name(row)
+}
+
+/// The identity of the group `row` belongs to: rows of one key are one [`Group`] (op, dst
+/// shape, every source's shape and type, dtype, quant, fused nodes). Two keys can share a
+/// [`group_label`].
+pub fn group_key(row: &Row) -> String {
+    key(row)
+}
+
 /// The grouping key: op, dst shape, every source's shape and type, dtype, quant, fused nodes.
 fn key(row: &Row) -> String {
     let fused: Vec<String> = row.fused_ops.iter().map(|f| format!("{}{}", f.ggml_op, shape(&f.ne))).collect();

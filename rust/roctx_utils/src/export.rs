@@ -19,24 +19,27 @@ use roctx_sys::os;
 /// The snapshot as an exportable trace of this host, with the GPU kernels that ran in its
 /// window and the session's losses as warnings.
 pub fn trace(snapshot: &Snapshot) -> Trace {
+    trace_with_kernels(snapshot, &roctx_kernels::snapshot())
+}
+
+/// [`trace`] with the kernels of `kernels` (the ones the session's window saw: the listener
+/// flushed the SDK at stop).
+pub fn trace_with_kernels(snapshot: &Snapshot, kernels: &roctx_kernels::KernelSnapshot) -> Trace {
     let realtime_offset_ns = os::realtime_ns() - os::boottime_ns() as i64;
     let mut t = Trace::from_snapshot(snapshot, &os::hostname(), realtime_offset_ns);
-    // The kernels the session's window saw (the listener flushed the SDK at stop).
-    t.add_kernels(&roctx_kernels::snapshot());
+    t.add_kernels(kernels);
     t
 }
 
-/// Writes the snapshot as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` and returns the path.
+/// Writes the trace as `<logdir>/plugins/profile/<run>/<host>.xplane.pb` and returns the path.
 /// `run` defaults to the current UTC time. Never replaces a file: a name already taken gets
 /// `<host>-2.xplane.pb`, and so on.
-pub fn write_logdir(snapshot: &Snapshot, dir: &Path, run: Option<&str>) -> std::io::Result<PathBuf> {
-    let t = trace(snapshot);
-    write_logdir_as(snapshot, dir, run, &t.hostname)
+pub fn write_logdir(t: &Trace, dir: &Path, run: Option<&str>) -> std::io::Result<PathBuf> {
+    write_logdir_as(t, dir, run, &t.hostname)
 }
 
-fn write_logdir_as(snapshot: &Snapshot, dir: &Path, run: Option<&str>, stem: &str) -> std::io::Result<PathBuf> {
-    let t = trace(snapshot);
-    let xspace = xplane::standalone_xspace_bytes(&t);
+fn write_logdir_as(t: &Trace, dir: &Path, run: Option<&str>, stem: &str) -> std::io::Result<PathBuf> {
+    let xspace = xplane::standalone_xspace_bytes(t);
     let run = run.map_or_else(|| logdir::run_name(std::time::SystemTime::now()), str::to_owned);
     logdir::write_bytes(dir, &run, stem, &xspace)
 }
@@ -55,8 +58,9 @@ pub fn process_file_stem() -> String {
     job.file_stem(&os::hostname(), std::process::id())
 }
 
-/// Writes a stopped session to `ROCTX_UTILS_XSPACE_OUT`, when it is set.
-pub fn write_to_xspace_out(snapshot: &Snapshot) {
+/// Writes a stopped session (its `snapshot`, exported as `t`) to `ROCTX_UTILS_XSPACE_OUT`, when
+/// it is set.
+pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
     let config = roctx_config::get();
     let Some(dir) = &config.xspace_out else { return };
     let var = roctx_config::XSPACE_OUT;
@@ -71,7 +75,7 @@ pub fn write_to_xspace_out(snapshot: &Snapshot) {
     // The job's run name, so every process of the job lands in one run directory (XProf shows
     // one run with an entry per process); else the time of this write.
     let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
-    match write_logdir_as(snapshot, dir, run, &process_file_stem()) {
+    match write_logdir_as(t, dir, run, &process_file_stem()) {
         Ok(path) => {
             log::result(format_args!(
                 "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",

@@ -825,3 +825,165 @@ fn a_damaged_session_start_moves_nobody_and_is_said() {
     let year = 365 * 24 * 3600 * 1_000_000_000i64;
     assert_eq!(plausible_bases(&[Some(1_000), Some(2_000), Some(1_000 + year), Some(0), None, Some(-5)]), [Some(1_000), Some(2_000), None, Some(0), None, None]);
 }
+
+/// A trace with op scopes: invocation 1 (group A, two kernels with a 1 us gap), 2 (group B),
+/// 3 (group A again), a kernel of no op, a copy of op 1, and the costs a higher layer set.
+fn op_scope_trace() -> Trace {
+    use crate::model::OpCost;
+    use roctx_kernels::{Dispatch, KernelSnapshot, Work};
+    let mut t = Trace::new("host", 1_000_000, 9_000_000);
+    let d = |work: Work, start: u64, end: u64, kernel: u64, invocation: u32| Dispatch {
+        work,
+        graph: Default::default(),
+        start_ns: start,
+        end_ns: end,
+        kernel_id: kernel,
+        invocation,
+        range: 0,
+        thread_id: 77,
+        launch_ns: 0,
+        agent_id: 0x5000,
+        queue_id: 3,
+        dispatch_id: start,
+        correlation_id: start / 1000,
+        workgroup: [256, 1, 1],
+        grid: [256, 1, 1],
+    };
+    let snapshot = KernelSnapshot {
+        dispatches: vec![
+            d(Work::Kernel, 2_000_000, 2_010_000, 1, 1),
+            d(Work::Kernel, 2_011_000, 2_031_000, 2, 1),
+            d(Work::Copy(Default::default()), 2_032_000, 2_033_000, 0, 1),
+            d(Work::Kernel, 2_040_000, 2_045_000, 3, 2),
+            d(Work::Kernel, 2_050_000, 2_060_000, 1, 3),
+            d(Work::Kernel, 2_061_000, 2_081_000, 2, 3),
+            d(Work::Kernel, 2_090_000, 2_091_000, 3, 0),
+        ],
+        names: [(1, "quantize".into()), (2, "matvec".into()), (3, "add".into())].into_iter().collect(),
+        ..KernelSnapshot::default()
+    };
+    t.add_kernels(&snapshot);
+    let a = OpCost { group: "MUL_MAT q4_K[64,64] f32[64] -> f32[64]".into(), op_type: "MUL_MAT".into(), flops: 8192, bytes: 2816 };
+    t.op_costs.insert(1, a.clone());
+    t.op_costs.insert(3, a);
+    t.op_costs.insert(2, OpCost { group: "ADD f32[64] f32[64] -> f32[64]".into(), op_type: "ADD".into(), flops: 64, bytes: 768 });
+    t
+}
+
+fn stat_of<'a>(plane: &'a XPlane, e: &'a XEvent, name: &str) -> Option<&'a x_stat::Value> {
+    e.stats.iter().find(|s| plane.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.as_ref())
+}
+
+#[test]
+fn op_scopes_are_one_event_per_invocation_as_long_as_its_kernels_ran_with_integer_costs() {
+    use crate::hlo::{HloProto, HLO_PROTO_STAT};
+    let t = op_scope_trace();
+    let space = standalone_xspace(&t);
+    assert!(validate(&space).is_empty(), "{:?}", validate(&space));
+    let gpu = space.planes.iter().find(|p| p.name == "/device:GPU:0").unwrap();
+    let op_line = gpu.lines.iter().find(|l| is_op_line(l)).expect("an op line");
+    assert_eq!(op_line.name, "Op scopes (Stream #3)");
+    assert_eq!(op_line.id, OP_LINE_BASE, "not a derived line id: XProf's op database reads it");
+    let names: Vec<&str> = op_line.events.iter().map(|e| gpu.event_metadata[&e.metadata_id].name.as_str()).collect();
+    let a = "MUL_MAT.q4_K_64x64.f32_64.to.f32_64";
+    assert_eq!(names, [a, "ADD.f32_64.f32_64.to.f32_64", a], "one event per invocation, in start order");
+    let first = &op_line.events[0];
+    assert_eq!(first.offset_ps(), 1_000_000_000, "at its first kernel's start");
+    assert_eq!(first.duration_ps, 30_000_000, "its kernels' time (10 + 20 us), not their span, nor the copy");
+    assert_eq!(stat_of(gpu, first, "hlo_op"), Some(&x_stat::Value::StrValue(a.into())));
+    assert_eq!(stat_of(gpu, first, "flops"), Some(&x_stat::Value::Uint64Value(8192)), "an integer: XProf reads a double as 0");
+    assert_eq!(stat_of(gpu, first, "bytes_accessed"), Some(&x_stat::Value::Uint64Value(2816)));
+    let Some(x_stat::Value::Uint64Value(program_id)) = stat_of(gpu, first, "program_id").cloned() else { panic!("program_id") };
+    // The kernels stay plain: no op stat that would make XProf count them as ops too.
+    for line in gpu.lines.iter().filter(|l| !is_op_line(l)) {
+        for e in &line.events {
+            for s in ["hlo_op", "tf_op", "flops"] {
+                assert!(stat_of(gpu, e, s).is_none(), "a kernel with {s}");
+            }
+        }
+    }
+    // The module XProf looks the name up in.
+    let meta = space.planes.iter().find(|p| p.name == METADATA_PLANE).expect("/host:metadata");
+    let m = &meta.event_metadata[&(program_id as i64)];
+    let Some(x_stat::Value::BytesValue(bytes)) = m.stats.iter().find(|s| meta.stat_metadata[&s.metadata_id].name == HLO_PROTO_STAT).and_then(|s| s.value.clone()) else {
+        panic!("Hlo Proto bytes")
+    };
+    let module = HloProto::decode(bytes.as_slice()).unwrap().hlo_module.unwrap();
+    let instructions: Vec<&str> = module.computations[0].instructions.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(instructions, ["p", "ADD.f32_64.f32_64.to.f32_64", a, "result"]);
+    // The same file, serialized by the fast writer.
+    assert_eq!(XSpace::decode(standalone_xspace_bytes(&t).as_slice()).unwrap(), space);
+}
+
+#[test]
+fn a_trace_without_op_costs_has_no_op_line_and_no_module() {
+    let mut t = op_scope_trace();
+    t.op_costs.clear();
+    let space = standalone_xspace(&t);
+    assert!(space.planes.iter().all(|p| p.name != METADATA_PLANE));
+    assert!(space.planes.iter().flat_map(|p| &p.lines).all(|l| !is_op_line(l)));
+}
+
+#[test]
+fn device_caps_become_the_plane_stats_xprof_takes_its_peaks_from() {
+    let mut t = op_scope_trace();
+    t.devices.insert(0, crate::DeviceCaps { vendor: Some("AMD".into()), clock_rate_khz: Some(2_100_000), core_count: Some(304), memory_bandwidth: Some(5_300_000_000_000), memory_size: None, compute_cap: Some((9, 4)), peak_tflops: Some(1307.4) });
+    let space = standalone_xspace(&t);
+    let gpu = space.planes.iter().find(|p| p.name == "/device:GPU:0").unwrap();
+    let stat = |name: &str| gpu.stats.iter().find(|s| gpu.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.clone());
+    assert_eq!(stat("device_vendor"), Some(x_stat::Value::StrValue("AMD".into())));
+    assert_eq!(stat("clock_rate"), Some(x_stat::Value::Uint64Value(2_100_000)));
+    assert_eq!(stat("core_count"), Some(x_stat::Value::Uint64Value(304)));
+    assert_eq!(stat("memory_bandwidth"), Some(x_stat::Value::Uint64Value(5_300_000_000_000)));
+    assert_eq!(stat("compute_cap_major"), Some(x_stat::Value::Int64Value(9)));
+    assert_eq!(stat("peak_teraflops_per_second"), Some(x_stat::Value::DoubleValue(1307.4)));
+    assert_eq!(stat("memory_size"), None, "unknown: left out");
+}
+
+#[test]
+fn beside_a_gpu_plane_the_host_filled_our_op_events_are_left_out_with_a_warning() {
+    let t = op_scope_trace();
+    let mut host = XSpace { planes: vec![plane("/device:GPU:0", vec![line(7, "Stream #7(Compute)", 3)])], ..XSpace::default() };
+    add_gpu_planes(&mut host, gpu_planes(&t, 0));
+    let gpu = host.planes.iter().find(|p| p.name == "/device:GPU:0").unwrap();
+    assert!(gpu.lines.iter().all(|l| !is_op_line(l)), "XLA's kernels are its ops already: ours would count their time twice");
+    assert!(gpu.lines.iter().any(|l| l.name.ends_with("roctx_utils")), "our kernels are still beside");
+    assert!(host.warnings.iter().any(|w| w.contains("our 3 op scope events are left out")), "{:?}", host.warnings);
+}
+
+#[test]
+fn merging_and_folding_keep_every_module_in_one_metadata_plane() {
+    let t = op_scope_trace();
+    let ours = standalone_xspace(&t);
+    let our_id = *ours.planes.iter().find(|p| p.name == METADATA_PLANE).unwrap().event_metadata.keys().next().unwrap();
+    // An XLA capture with its own module 1 (and a stat id that differs from ours).
+    let mut xla = XSpace::default();
+    let mut meta = XPlane { name: METADATA_PLANE.to_owned(), ..XPlane::default() };
+    meta.stat_metadata.insert(9, XStatMetadata { id: 9, name: crate::hlo::HLO_PROTO_STAT.to_owned(), description: String::new() });
+    meta.event_metadata.insert(1, XEventMetadata { id: 1, name: "jit_step".into(), stats: vec![XStat { metadata_id: 9, value: Some(x_stat::Value::BytesValue(vec![1, 2, 3])) }], ..XEventMetadata::default() });
+    xla.planes.push(meta);
+    let modules = |space: &XSpace| -> Vec<(i64, Vec<u8>)> {
+        let planes: Vec<&XPlane> = space.planes.iter().filter(|p| p.name == METADATA_PLANE).collect();
+        assert_eq!(planes.len(), 1, "one metadata plane, under its exact name");
+        let p = planes[0];
+        let mut out: Vec<(i64, Vec<u8>)> = p
+            .event_metadata
+            .values()
+            .map(|m| {
+                let s = m.stats.iter().find(|s| p.stat_metadata[&s.metadata_id].name == crate::hlo::HLO_PROTO_STAT).unwrap();
+                let Some(x_stat::Value::BytesValue(b)) = &s.value else { panic!() };
+                (m.id, b.clone())
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let merged = merge_spaces(vec![xla.clone(), ours.clone()]);
+    let got = modules(&merged);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0], (1, vec![1, 2, 3]), "XLA's module intact");
+    assert_eq!(got[1].0, our_id);
+    let folded = fold_processes(vec![("rank0".into(), ours.clone()), ("rank1".into(), ours), ("xla".into(), xla)]);
+    let got = modules(&folded);
+    assert_eq!(got.iter().map(|m| m.0).collect::<Vec<_>>(), [1, our_id], "the ranks' identical modules once, XLA's beside");
+}

@@ -447,7 +447,7 @@ pub unsafe extern "C" fn roctx_utils_snapshot_roctx_plane(snapshot: *const Snaps
     guard(STATUS_INTERNAL, || {
         // SAFETY: null or live handle (header contract).
         let Some(s) = (unsafe { snapshot.as_ref() }) else { return STATUS_INVALID_ARGUMENT };
-        let plane = export::xplane::roctx_plane(&export::trace(s));
+        let plane = export::xplane::roctx_plane(&runtime::xprof::trace(s));
         // SAFETY: header contract for `out`.
         unsafe { give_buffer(prost::Message::encode_to_vec(&plane), out) }
     })
@@ -475,7 +475,7 @@ pub unsafe extern "C" fn roctx_utils_merge_into_xspace(
             // SAFETY: `xspace_len` readable bytes (header contract).
             unsafe { std::slice::from_raw_parts(xspace, xspace_len) }
         };
-        match export::xplane::merge_into_bytes(input, &export::trace(s)) {
+        match export::xplane::merge_into_bytes(input, &runtime::xprof::trace(s)) {
             // SAFETY: header contract for `out`.
             Ok(bytes) => unsafe { give_buffer(bytes, out) },
             Err(_) => STATUS_INVALID_ARGUMENT,
@@ -513,7 +513,7 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_logdir(
             Some(Some(name)) => Some(name),
             Some(None) => return STATUS_INVALID_ARGUMENT,
         };
-        match export::write_logdir(s, &dir, run.as_deref()) {
+        match export::write_logdir(&runtime::xprof::trace(s), &dir, run.as_deref()) {
             Ok(path) => {
                 // SAFETY: header contract for `path_out`/`cap`.
                 unsafe { copy_out(&path.to_string_lossy(), path_out, cap) };
@@ -533,7 +533,7 @@ pub unsafe extern "C" fn roctx_utils_snapshot_write_chrome(snapshot: *const Snap
     guard(STATUS_INTERNAL, || {
         // SAFETY: header contract.
         let (Some(s), Some(path)) = (unsafe { snapshot.as_ref() }, unsafe { path_arg(path) }) else { return STATUS_INVALID_ARGUMENT };
-        let space = export::xplane::standalone_xspace(&export::trace(s));
+        let space = export::xplane::standalone_xspace(&runtime::xprof::trace(s));
         // Replaces only a regular file (never a link, FIFO or device) and never leaves half a
         // file: the CLI's rules, for the same reason.
         let written = export::output::replace_regular_with(&path, |file| {

@@ -37,6 +37,7 @@ mod roctx;
 
 mod fork;
 pub mod roofline;
+pub mod xprof;
 pub mod tool_library;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -245,7 +246,7 @@ fn log_clock_once() {
 pub fn stop_session() -> Result<Snapshot, SessionError> {
     let _serial = sessions();
     let snapshot = listener::stop()?;
-    export::write_to_xspace_out(&snapshot);
+    write_to_xspace_out(&snapshot);
     Ok(snapshot)
 }
 
@@ -303,6 +304,14 @@ extern "C" fn stop_at_exit() {
             }
             return;
         }
-        export::write_to_xspace_out(&snapshot);
+        write_to_xspace_out(&snapshot);
     })
+}
+
+/// Writes a stopped session to `ROCTX_UTILS_XSPACE_OUT`, when it is set, with its op scopes
+/// ([`xprof::trace`]).
+fn write_to_xspace_out(snapshot: &roctx_collector::Snapshot) {
+    if roctx_config::get().xspace_out.is_some() {
+        export::write_to_xspace_out(snapshot, &xprof::trace(snapshot));
+    }
 }

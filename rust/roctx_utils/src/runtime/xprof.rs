@@ -1,0 +1,99 @@
+//! The trace a session is exported as, with what only the roofline layer knows: each op
+//! invocation's group, FLOPs and bytes (the roofline report's own numbers), and the GPU's peaks
+//! from its table. The exporter turns them into op events XProf's op statistics and Roofline
+//! Model read, and device plane stats (`roctx_export::xplane`, "ops").
+
+use std::collections::HashMap;
+
+use roctx_collector::Snapshot;
+use roctx_export::{DeviceCaps, OpCost, Trace};
+use roctx_kernels::KernelSnapshot;
+use roctx_roofline::analysis::{group_key, group_label, group_op, row_bytes, row_flops};
+use roctx_roofline::{Ceiling, Device};
+
+use crate::export;
+
+/// The exportable trace of `snapshot`, with the kernels of the kernel stage and their op costs.
+pub fn trace(snapshot: &Snapshot) -> Trace {
+    let kernels = roctx_kernels::snapshot();
+    let mut t = export::trace_with_kernels(snapshot, &kernels);
+    add_op_costs(&mut t, &kernels);
+    t
+}
+
+/// Sets `t`'s op costs (one per invocation that launched a kernel, as the roofline report has
+/// its rows) and, for a GPU the report's `device` names in the peak table, its capabilities.
+pub fn add_op_costs(t: &mut Trace, kernels: &KernelSnapshot) {
+    if kernels.invocations.is_empty() {
+        return;
+    }
+    let report = roctx_roofline::build::report(kernels);
+    // One label per group: a label two groups would share gets ` #2`, ... for the later one.
+    let mut labels: HashMap<String, String> = HashMap::new();
+    let mut taken: HashMap<String, u32> = HashMap::new();
+    for row in &report.rows {
+        let Some(invocation) = row.invocation.and_then(|i| u32::try_from(i).ok()).filter(|&i| i != 0) else { continue };
+        let label = labels
+            .entry(group_key(row))
+            .or_insert_with(|| {
+                let base = group_label(row);
+                let n = taken.entry(base.clone()).or_insert(0);
+                *n += 1;
+                if *n == 1 { base } else { format!("{base} #{n}") }
+            })
+            .clone();
+        let (bytes, _) = row_bytes(row);
+        t.op_costs.insert(invocation, OpCost { group: label, op_type: group_op(row), flops: whole(row_flops(row)), bytes: whole(bytes) });
+    }
+    if let Some(device) = Device::lookup(&report.device) {
+        let caps = caps(device);
+        for k in &t.kernels {
+            t.devices.entry(k.gpu).or_insert_with(|| caps.clone());
+        }
+    }
+}
+
+/// A non-negative count as a whole number (XProf reads `flops` and `bytes_accessed` as
+/// integers).
+fn whole(x: f64) -> u64 {
+    // CAST: rounded, clamped at 0; a count past u64::MAX saturates.
+    if x.is_finite() && x > 0.0 { x.round() as u64 } else { 0 }
+}
+
+/// A table device's capabilities as XProf reads them. XProf has one FLOP roof per device: the
+/// FP16 matrix peak (the ceiling of f16/bf16 matmuls, and of quantised ones where no int8 rate
+/// is cited), else the device's highest; `roctx roofline` judges each op against its own
+/// ceiling ([`roctx_roofline::Peaks::ceiling_for`]).
+pub fn caps(device: &Device) -> DeviceCaps {
+    let flops = device.peak_flops(Ceiling::Fp16Matrix).or_else(|| device.rates.iter().filter_map(|(c, _)| device.peak_flops(*c)).reduce(f64::max));
+    DeviceCaps {
+        vendor: Some(if device.gpu.starts_with("NVIDIA") { "Nvidia" } else { "AMD" }.to_owned()),
+        // CAST: GHz to kHz, a few million.
+        clock_rate_khz: device.clock_ghz.map(|ghz| (ghz * 1e6).round() as u64),
+        core_count: device.compute_units.map(u64::from),
+        // CAST: B/s, below 2^53.
+        memory_bandwidth: Some(device.mem_bw().round() as u64),
+        memory_size: None,
+        compute_cap: None,
+        peak_tflops: flops.map(|f| f / 1e12),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_device_gives_xprof_its_bandwidth_and_fp16_matrix_peak() {
+        let h200 = caps(Device::lookup("h200").unwrap());
+        assert_eq!(h200.vendor.as_deref(), Some("Nvidia"));
+        assert_eq!(h200.memory_bandwidth, Some(4_800_000_000_000));
+        assert_eq!(h200.peak_tflops, Some(989.0));
+        let mi300x = caps(Device::lookup("gfx942").unwrap());
+        assert_eq!(mi300x.vendor.as_deref(), Some("AMD"));
+        assert_eq!((mi300x.core_count, mi300x.clock_rate_khz), (Some(304), Some(2_100_000)));
+        assert_eq!(whole(-1.0), 0);
+        assert_eq!(whole(f64::NAN), 0);
+        assert_eq!(whole(2.6), 3);
+    }
+}
