@@ -78,6 +78,13 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
   // builds.
   GTEST_SKIP() << "fork() of a multi-threaded process under ThreadSanitizer";
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC 12's ASan runtime does not hold its allocator's locks across fork(): a child's first
+  // allocation can wait forever on a lock one of the parent's (busy, allocating) threads held,
+  // whatever the program does (seen: calloc in __sanitizer::SizeClassAllocator64::
+  // GetFromAllocator, 1 child in 150). glibc's malloc does; the plain build runs 300 children.
+  GTEST_SKIP() << "fork() while other threads allocate, under ASan's fork-unsafe allocator";
+#endif
   // Read at the library's first call: with a report to write, CUPTI is traced from start-up.
   const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/roofline.json";
   setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
@@ -107,11 +114,7 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
       }
     });
   }
-#if defined(__SANITIZE_ADDRESS__)
-  constexpr int kForks = 150;  // each fork of the instrumented heap is slower
-#else
   constexpr int kForks = 300;
-#endif
   int hung = 0, failed = 0;
   for (int i = 0; i < kForks; ++i) {
     const pid_t pid = fork();

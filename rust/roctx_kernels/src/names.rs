@@ -30,8 +30,16 @@ const DEMANGLER_STACK: usize = 16 << 20;
 
 /// Demangles every name of `names` on a thread of its own with a [`DEMANGLER_STACK`] stack, so
 /// the caller's stack size never matters; if no thread can be started, the names stay mangled.
+///
+/// In a `fork()` child no thread is started and the names stay mangled: only async-signal-safe
+/// calls are safe in the child of a multi-threaded process, and a thread created there can wait
+/// forever on a lock a parent's thread held at the fork (an ASan child hung joining it at
+/// exit); demangling on the caller's stack instead would bring back the stack-size risk.
 pub(crate) fn demangle_all(names: Vec<Box<[u8]>>) -> Vec<(String, bool)> {
     let fallback = |names: &[Box<[u8]>]| names.iter().map(|n| (String::from_utf8_lossy(n).into_owned(), false)).collect();
+    if roctx_sys::os::is_fork_child() {
+        return fallback(&names);
+    }
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("roctx-demangle".into())
