@@ -11,7 +11,8 @@
 #   4. bazel-4 test //... with --config=rocm (Rust implementation);
 #   5. the real XProf consumer (tests/xprof/check_xprof.py, xprof from PyPI in a cached venv)
 #      on what //examples:xla_style_host writes with ROCTX_UTILS_XSPACE_OUT, and on a merged
-#      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control;
+#      XLA-like fixture (rust/roctx_export/examples/xprof_fixture.rs) plus its negative control,
+#      and op scopes in XProf's Roofline Model against `roctx roofline` (check_op_scopes.py);
 #   5b. a real NVTX3 client (tests/nvtx/real_client.cc, NVIDIA's header-only loader from PyPI
 #      nvidia-nvtx) loading //nvtx:libroctx_utils_nvtx.so through NVTX_INJECTION64_PATH;
 #   5c. the Python package (python/): pip install ./python with jax[cpu] in the same venv, its
