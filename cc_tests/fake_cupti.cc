@@ -61,7 +61,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -768,4 +770,58 @@ FAKE_EXPORT uint32_t fake_cupti_graph_launch(uint32_t graph_exec_id, const fake_
       }
     }
   });
+}
+
+// ---- The CUDA driver's device queries (cuda.h), as an H200 answers them ----
+// The library also stands in for libcuda.so.1 where a test names it in
+// ROCTX_UTILS_CUDA_LIBRARY: cuInit first (as cudart does), then one device, ordinal 0.
+// Before cuInit every query answers CUDA_ERROR_NOT_INITIALIZED (3), as the driver does.
+namespace {
+std::atomic<bool> g_cu_initialised{false};
+constexpr int kCudaSuccess = 0, kCudaNotInitialized = 3, kCudaInvalidValue = 1, kCudaInvalidDevice = 101;
+}  // namespace
+
+FAKE_EXPORT int cuInit(unsigned int flags) {
+  if (flags != 0) return kCudaInvalidValue;
+  g_cu_initialised.store(true);
+  return kCudaSuccess;
+}
+
+FAKE_EXPORT int cuDeviceGet(int* device, int ordinal) {
+  if (!g_cu_initialised.load()) return kCudaNotInitialized;
+  if (device == nullptr) return kCudaInvalidValue;
+  if (ordinal != 0) return kCudaInvalidDevice;
+  *device = 0;
+  return kCudaSuccess;
+}
+
+FAKE_EXPORT int cuDeviceGetAttribute(int* value, int attribute, int device) {
+  if (!g_cu_initialised.load()) return kCudaNotInitialized;
+  if (value == nullptr) return kCudaInvalidValue;
+  if (device != 0) return kCudaInvalidDevice;
+  switch (attribute) {
+    case 13: *value = 1980000; return kCudaSuccess;  // CLOCK_RATE, kHz
+    case 16: *value = 132; return kCudaSuccess;      // MULTIPROCESSOR_COUNT
+    case 36: *value = 2619000; return kCudaSuccess;  // MEMORY_CLOCK_RATE, kHz
+    case 37: *value = 6144; return kCudaSuccess;     // GLOBAL_MEMORY_BUS_WIDTH, bits
+    case 75: *value = 9; return kCudaSuccess;        // COMPUTE_CAPABILITY_MAJOR
+    case 76: *value = 0; return kCudaSuccess;        // COMPUTE_CAPABILITY_MINOR
+    default: return kCudaInvalidValue;
+  }
+}
+
+FAKE_EXPORT int cuDeviceTotalMem_v2(size_t* bytes, int device) {
+  if (!g_cu_initialised.load()) return kCudaNotInitialized;
+  if (bytes == nullptr) return kCudaInvalidValue;
+  if (device != 0) return kCudaInvalidDevice;
+  *bytes = 150754820096;  // 140.4 GiB, what an H200 reports
+  return kCudaSuccess;
+}
+
+FAKE_EXPORT int cuDeviceGetName(char* name, int len, int device) {
+  if (!g_cu_initialised.load()) return kCudaNotInitialized;
+  if (name == nullptr || len <= 0) return kCudaInvalidValue;
+  if (device != 0) return kCudaInvalidDevice;
+  snprintf(name, static_cast<size_t>(len), "%s", "NVIDIA H200");
+  return kCudaSuccess;
 }

@@ -7,7 +7,8 @@
 //   through the fake rocprofiler-sdk (ROCTX_UTILS_ROCPROFILER_LIBRARY), device gfx942;
 // - CUPTI (op_scopes_host_cupti, OP_SCOPES_CUPTI): the NVTX injection library
 //   (ROCTX_UTILS_TEST_LIBRARY) loaded as a host that knows nothing of us would have it, the
-//   kernels launched through the fake CUPTI, device h200.
+//   kernels launched through the fake CUPTI (also the CUDA driver, initialised first, that
+//   ROCTX_UTILS_CUDA_LIBRARY names), device h200.
 //
 // The workload is fixed: 4 op groups, each invocation's kernels back to back on one stream, a
 // 1 us gap between kernels (so an op's span is longer than its kernels' time) and 3 us between
@@ -48,6 +49,7 @@ Api g_api;
 
 #ifdef OP_SCOPES_CUPTI
 extern "C" {
+int cuInit(unsigned int flags);
 int cuptiGetTimestamp(uint64_t* ts);
 uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint32_t device,
                            uint32_t stream, int32_t grid_x, int32_t block_x);
@@ -56,6 +58,7 @@ uint32_t fake_cupti_launch(const char* name, uint64_t start, uint64_t end, uint3
 std::vector<std::string>* g_names = new std::vector<std::string>;  // CUPTI keeps name pointers
 
 bool Load() {
+  cuInit(0);  // what the CUDA runtime does first: the driver's device queries answer from now on
   void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
   if (lib == nullptr) {
     std::fprintf(stderr, "op_scopes_host: %s\n", dlerror());

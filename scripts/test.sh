@@ -581,11 +581,16 @@ run_op_scopes() {
     ROCTX_UTILS_ROCPROFILER_LIBRARY="$bin/fake_sdk7/lib/librocprofiler-sdk.so.1" \
     ROCTX_UTILS_XSPACE_OUT="$dir/rocm" ROCTX_UTILS_ROOFLINE_OUT="$dir/rocm.json" "$bin/op_scopes_host" >"$dir/rocm.log" 2>&1
   env -u ROCTX_UTILS_CAPTURE ROCTX_UTILS_TEST_LIBRARY="$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" \
-    ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
+    ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_CUDA_LIBRARY="$bin/libfake_cupti.so" \
+    ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
     ROCTX_UTILS_XSPACE_OUT="$dir/cupti" ROCTX_UTILS_ROOFLINE_OUT="$dir/cupti.json" "$bin/op_scopes_host_cupti" >"$dir/cupti.log" 2>&1
+  # The fake CUDA driver's H200: its SM count, clock, memory and compute capability reach the
+  # GPU plane (the table's bandwidth and FP16 peak stay XProf's roofs).
+  local -A stats=([rocm]="--plane-stat core_count=304" [cupti]="--plane-stat core_count=132 --plane-stat clock_rate=1980000 --plane-stat memory_size=150754820096 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=4800000000000")
   for v in rocm cupti; do
     cat "$dir/$v.log"
-    "$XPROF_VENV/bin/python" tests/xprof/check_op_scopes.py --roctx "$roctx" --report "$dir/$v.json" "$dir/$v" \
+    # shellcheck disable=SC2086  # the stat options are words
+    "$XPROF_VENV/bin/python" tests/xprof/check_op_scopes.py --roctx "$roctx" --report "$dir/$v.json" ${stats[$v]} "$dir/$v" \
       2>"$dir/check_$v.err" | tee "$dir/check_$v.log"
     record_result "xprof: op scopes ($v)" "$dir/check_$v.log" "op scopes" "${PIPESTATUS[0]}" check_op_scopes.py
   done

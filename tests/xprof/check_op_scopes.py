@@ -28,6 +28,8 @@ Checks, each printed as `PASS name` or `FAIL name: why`:
   overview-page            the overview's top device ops are ours, with the same FLOP rates
   xla-modules-intact       (--merged-with) every module of the XLA file's /host:metadata is in
                            PATH's, byte for byte, beside ours
+  plane-stat:NAME=VALUE    (--plane-stat) /device:GPU:0 has the device stat NAME with that
+                           integer value (what the driver said of the GPU)
 
 Ends with `op scopes: N passed, M failed`; exits 1 if anything failed, 2 on bad usage.
 """
@@ -124,12 +126,41 @@ def metadata_modules(path):
     return modules
 
 
+def gpu_plane_stats(path, plane_name="/device:GPU:0"):
+    """{stat name: integer or string value} of the plane's own stats."""
+    with open(path, "rb") as f:
+        space = cx._fields(f.read())
+    for plane_bytes in space.get(1, []):
+        plane = cx._fields(plane_bytes)
+        if cx._string(plane, 2) != plane_name:
+            continue
+        names = {}
+        for entry_bytes in plane.get(5, []):
+            entry = cx._fields(entry_bytes)
+            meta = cx._fields(entry[2][-1]) if entry.get(2) else {}
+            names[cx._int64(entry, 1)] = cx._string(meta, 2)
+        out = {}
+        for stat_bytes in plane.get(6, []):
+            stat = cx._fields(stat_bytes)
+            name = names.get(cx._int64(stat, 1), "")
+            if stat.get(3):
+                out[name] = stat[3][-1]
+            elif stat.get(4):
+                out[name] = cx._int64(stat, 4)
+            elif stat.get(5):
+                out[name] = cx._string(stat, 5)
+        return out
+    return {}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path")
     ap.add_argument("--roctx", required=True, help="the roctx CLI")
     ap.add_argument("--report", required=True, help="the roofline report of the same process")
     ap.add_argument("--merged-with", help="an XLA .xplane.pb merged into PATH: its modules must be intact")
+    ap.add_argument("--plane-stat", action="append", default=[], metavar="NAME=VALUE",
+                    help="a device stat /device:GPU:0 must carry, with this integer value")
     args = ap.parse_args(argv)
     files = cx.find_xspaces(args.path)
     if len(files) != 1:
@@ -218,6 +249,11 @@ def main(argv=None):
         mine = [pid for pid in merged if pid not in xla]
         check("xla-modules-intact", xla and not broken and len(mine) == 1,
               "%d XLA modules, %d changed or missing; %d of ours" % (len(xla), len(broken), len(mine)))
+
+    stats = gpu_plane_stats(path) if args.plane_stat else {}
+    for want in args.plane_stat:
+        name, _, value = want.partition("=")
+        check("plane-stat:" + want, str(stats.get(name)) == value, "the plane has %s" % stats)
 
     print("op scopes: %d passed, %d failed" % (results.passed, results.failed))
     return 1 if results.failed else 0

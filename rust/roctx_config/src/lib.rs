@@ -131,6 +131,8 @@ pub const CAPTURE: &str = "ROCTX_UTILS_CAPTURE";
 pub const ROCPROFILER_LIBRARY: &str = "ROCTX_UTILS_ROCPROFILER_LIBRARY";
 /// `ROCTX_UTILS_CUPTI_LIBRARY`.
 pub const CUPTI_LIBRARY: &str = "ROCTX_UTILS_CUPTI_LIBRARY";
+/// `ROCTX_UTILS_CUDA_LIBRARY`.
+pub const CUDA_LIBRARY: &str = "ROCTX_UTILS_CUDA_LIBRARY";
 /// NVTX3's injection library path (`NVTX_INJECTION64_PATH`).
 pub const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
 /// `ROCTX_UTILS_XSPACE_OUT`.
@@ -164,7 +166,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 35] = [
+pub const VARS: [Var; 36] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -213,6 +215,13 @@ pub const VARS: [Var; 35] = [
         when: When::FirstCall,
         default: "none",
         meaning: "NVIDIA: the libcupti to load for kernel rows when the process has none loaded yet (one already loaded is always reused)",
+    },
+    Var {
+        name: CUDA_LIBRARY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "NVIDIA: the CUDA driver library, already loaded by the process under another name than `libcuda.so.1`, to read the GPUs' attributes from (XProf's device capabilities); never loaded by us",
     },
     Var {
         name: NVTX_INJECTION,
@@ -478,6 +487,8 @@ pub struct Config {
     pub rocprofiler_library: Option<OsString>,
     /// `ROCTX_UTILS_CUPTI_LIBRARY`, when set and non-empty.
     pub cupti_library: Option<OsString>,
+    /// `ROCTX_UTILS_CUDA_LIBRARY`, when set and non-empty.
+    pub cuda_library: Option<OsString>,
     /// `NVTX_INJECTION64_PATH`, when set and non-empty.
     pub nvtx_injection: Option<PathBuf>,
     /// `ROCTX_UTILS_XSPACE_OUT`, when set and non-empty.
@@ -593,6 +604,7 @@ impl Config {
             capture,
             rocprofiler_library: non_empty(ROCPROFILER_LIBRARY),
             cupti_library: non_empty(CUPTI_LIBRARY),
+            cuda_library: non_empty(CUDA_LIBRARY),
             nvtx_injection: non_empty(NVTX_INJECTION).map(PathBuf::from),
             xspace_out: non_empty(XSPACE_OUT).map(PathBuf::from),
             log,
@@ -757,6 +769,7 @@ mod tests {
                 capture: CaptureRequest::Auto,
                 rocprofiler_library: None,
                 cupti_library: None,
+                cuda_library: None,
                 nvtx_injection: None,
                 xspace_out: None,
                 log: LogLevel::Warn,

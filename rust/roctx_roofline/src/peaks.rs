@@ -227,6 +227,21 @@ impl Device {
         DEVICES.iter().find(|d| d.key.eq_ignore_ascii_case(name)).or_else(|| DEVICES.iter().find(|d| d.arch.is_some_and(|a| a.eq_ignore_ascii_case(arch))))
     }
 
+    /// The table device a driver's product name names: the entry whose GPU name starts with
+    /// it (`NVIDIA H200` is `NVIDIA H200 SXM`), ASCII case-insensitive; `None` for an empty or
+    /// unknown name, or one that two entries start with.
+    pub fn named(product: &str) -> Option<&'static Device> {
+        let product = product.trim().to_ascii_lowercase();
+        if product.is_empty() {
+            return None;
+        }
+        let mut found = DEVICES.iter().filter(|d| d.gpu.to_ascii_lowercase().starts_with(&product));
+        match (found.next(), found.next()) {
+            (Some(d), None) => Some(d),
+            _ => None,
+        }
+    }
+
     /// Peak memory bandwidth in B/s.
     pub fn mem_bw(&self) -> f64 {
         self.mem_bw_gbs * 1e9
@@ -391,6 +406,10 @@ mod tests {
         assert_eq!(Device::lookup("gfx90a").unwrap().mem_bw() * 2.0, Device::lookup("mi250x").unwrap().mem_bw());
         assert_eq!(tf("h200", Bf16Matrix), 989.0);
         assert_eq!(Device::lookup("H200").unwrap().mem_bw_gbs, 4800.0);
+        assert_eq!(Device::named("NVIDIA H200").unwrap().key, "h200", "the CUDA driver's product name");
+        assert!(Device::named("NVIDIA H200 NVL").is_none(), "another SKU is not this one");
+        assert!(Device::named("").is_none());
+        assert!(Device::named("AMD Instinct MI250").is_none(), "two entries start with it");
     }
 
     #[test]

@@ -27,6 +27,7 @@ The host's AnnotationStack, the other outbound call, is a cxx bridge and lives i
 
 pub mod clock;
 mod ctext;
+pub mod cuda;
 pub mod cupti;
 pub mod demangle;
 pub mod ggml;

@@ -18,7 +18,37 @@ pub fn trace(snapshot: &Snapshot) -> Trace {
     let kernels = roctx_kernels::snapshot();
     let mut t = export::trace_with_kernels(snapshot, &kernels);
     add_op_costs(&mut t, &kernels);
+    add_driver_caps(&mut t, &kernels, roctx_config::get().cuda_library.as_deref().map(std::path::Path::new));
     t
+}
+
+/// Fills in what the GPUs' driver says of them, under what the peak table gave (so XProf's
+/// roofs stay `roctx roofline`'s where the table knows the device): NVIDIA's SM clock and
+/// count, memory size, compute capability and (for a device the table does not know) the
+/// bus's memory bandwidth. Only from a CUDA driver the process loaded and initialised; a GPU
+/// that is not a CUDA device (a rocprofiler-sdk agent handle) is left alone.
+pub fn add_driver_caps(t: &mut Trace, kernels: &KernelSnapshot, cuda_library: Option<&std::path::Path>) {
+    let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let shown: std::collections::BTreeSet<u32> = t.kernels.iter().map(|k| k.gpu).collect();
+    for (gpu, agent) in agents.into_iter().enumerate() {
+        // CAST: GPU indices are bounded by the dispatch count.
+        let gpu = gpu as u32;
+        // CUDA ordinals are small; rocprofiler-sdk's agent handles are not.
+        let Some(ordinal) = u32::try_from(agent).ok().filter(|&o| o < 1024 && shown.contains(&gpu)) else { continue };
+        let Ok(a) = roctx_sys::cuda::device_attributes(ordinal, cuda_library) else { continue };
+        let table = t.devices.contains_key(&gpu);
+        let caps = t.devices.entry(gpu).or_insert_with(|| Device::named(&a.name).map(caps).unwrap_or_default());
+        caps.vendor.get_or_insert_with(|| "Nvidia".to_owned());
+        caps.clock_rate_khz.get_or_insert(a.clock_khz);
+        caps.core_count.get_or_insert(a.multiprocessors);
+        caps.memory_size.get_or_insert(a.total_memory);
+        caps.compute_cap.get_or_insert(a.compute_capability);
+        if !table {
+            caps.memory_bandwidth.get_or_insert(a.memory_bandwidth());
+        }
+    }
 }
 
 /// Sets `t`'s op costs (one per invocation that launched a kernel, as the roofline report has
@@ -95,5 +125,12 @@ mod tests {
         assert_eq!(whole(-1.0), 0);
         assert_eq!(whole(f64::NAN), 0);
         assert_eq!(whole(2.6), 3);
+    }
+
+    #[test]
+    fn without_a_cuda_driver_no_gpu_gets_driver_caps() {
+        let mut t = Trace::default();
+        add_driver_caps(&mut t, &KernelSnapshot::default(), Some(std::path::Path::new("/nonexistent/libcuda.so")));
+        assert!(t.devices.is_empty());
     }
 }
