@@ -108,6 +108,7 @@ enum R7Status : int {
   kServiceAlreadyConfigured = 15,
   kConfigurationLocked = 16,
   kNotImplemented = 17,
+  kIncompatibleAbi = 18,
   kInvalidArgument = 19,
   kOutOfResources = 29,
 };
@@ -2438,3 +2439,106 @@ FAKE_EXPORT void fake_sdk_set_next_drop_count(uint64_t n) {
 }
 
 FAKE_EXPORT uint64_t fake_sdk_delivery_thread_id() { return g_delivery_tid.load(); }
+
+// ---------------------------------------------------------------------------------------------
+// Agents (agent.h: rocprofiler_agent_v0_t's first 292
+// bytes are laid out the same from ROCm 6.2 to 7.1; 6.2/6.3 (versions below 600) are 296 bytes,
+// 6.4 and 7.0 add runtime_visibility and an 8-byte uuid (304), 7.1 a 16-byte uuid (312)). Two
+// agents: a CPU, and one GPU, an MI300X (gfx942, 304 CUs, 2100 MHz, 192 GiB of HBM in one
+// frame-buffer bank), whose handle is 1: the agent id the tests' dispatches name.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+struct FakeMemBank {
+  uint32_t heap_type, flags, width, mem_clk_max;
+  uint64_t size_in_bytes;
+};
+static_assert(sizeof(FakeMemBank) == 24, "rocprofiler_agent_mem_bank_t");
+
+struct FakeAgentPrefix {
+  uint64_t size, id;
+  uint32_t type, cpu_cores_count, simd_count, mem_banks_count;
+  uint32_t counts_to_wave_front[9];
+  uint32_t num_xcc, cu_count;
+  uint32_t array_to_max_slots[6];
+  uint32_t gfx_target_version;
+  uint32_t pci_to_clk_ccompute[9];
+  uint32_t max_engine_clk_fcompute;
+  uint32_t fw_to_grid[8];
+  uint64_t local_mem_size, hive_id, gpu_id;
+  uint32_t dims[6];
+  const FakeMemBank* mem_banks;
+  const void* caches;
+  const void* io_links;
+  const char* name;
+  const char* vendor_name;
+  const char* product_name;
+  const char* model_name;
+  uint32_t node_id;
+  int32_t logical_node_id, logical_node_type_id;
+};
+static_assert(offsetof(FakeAgentPrefix, cu_count) == 72, "agent.h");
+static_assert(offsetof(FakeAgentPrefix, gfx_target_version) == 100, "agent.h");
+static_assert(offsetof(FakeAgentPrefix, max_engine_clk_fcompute) == 140, "agent.h");
+static_assert(offsetof(FakeAgentPrefix, mem_banks) == 224, "agent.h");
+static_assert(offsetof(FakeAgentPrefix, name) == 248, "agent.h");
+static_assert(offsetof(FakeAgentPrefix, logical_node_type_id) == 288, "agent.h");
+
+size_t AgentSize() {
+  const uint32_t v = Version();
+  return v < 600 ? 296 : v < 10100 ? 304 : 312;
+}
+
+const std::vector<std::vector<uint8_t>>& Agents() {
+  static const FakeMemBank* bank = new FakeMemBank{1, 0, 8192, 1300, 192ull << 30};
+  static const std::vector<std::vector<uint8_t>>* agents = [] {
+    auto* out = new std::vector<std::vector<uint8_t>>;
+    FakeAgentPrefix cpu{};
+    cpu.size = AgentSize();
+    cpu.id = 0x100;
+    cpu.type = 1;
+    cpu.cu_count = 64;
+    cpu.name = "AMD EPYC 9654";
+    cpu.logical_node_id = 0;
+    FakeAgentPrefix gpu{};
+    gpu.size = AgentSize();
+    gpu.id = 1;
+    gpu.type = 2;
+    gpu.simd_count = 1216;
+    gpu.mem_banks_count = 1;
+    gpu.num_xcc = 8;
+    gpu.cu_count = 304;
+    gpu.gfx_target_version = 90402;
+    gpu.max_engine_clk_fcompute = 2100;
+    gpu.mem_banks = bank;
+    gpu.name = "gfx942";
+    gpu.vendor_name = "AMD";
+    gpu.product_name = "AMD Instinct MI300X";
+    gpu.node_id = 2;
+    gpu.logical_node_id = 1;
+    gpu.logical_node_type_id = 0;
+    for (const FakeAgentPrefix& a : {cpu, gpu}) {
+      std::vector<uint8_t> bytes(a.size, 0);
+      std::memcpy(bytes.data(), &a, sizeof(a));  // the version's tail (visibility, uuid) stays 0
+      out->push_back(std::move(bytes));
+    }
+    return out;
+  }();
+  return *agents;
+}
+
+}  // namespace
+
+// rocprofiler_query_available_agents: version 1 only (else INVALID_ARGUMENT), agent_size at
+// most the version's struct size (else INCOMPATIBLE_ABI), then the callback, synchronously,
+// with pointers to the SDK's own structs; its return value is the call's.
+FAKE_EXPORT int rocprofiler_query_available_agents(uint32_t version,
+                                                   int (*callback)(uint32_t, const void**, size_t, void*),
+                                                   size_t agent_size, void* user_data) {
+  FAKE_FAULT(rocprofiler_query_available_agents);
+  if (version != 1 || callback == nullptr) return Code(kInvalidArgument);
+  if (agent_size > AgentSize()) return Code(kIncompatibleAbi);
+  std::vector<const void*> pointers;
+  for (const auto& a : Agents()) pointers.push_back(a.data());
+  return callback(version, pointers.data(), pointers.size(), user_data);
+}

@@ -584,9 +584,10 @@ run_op_scopes() {
     ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_CUDA_LIBRARY="$bin/libfake_cupti.so" \
     ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
     ROCTX_UTILS_XSPACE_OUT="$dir/cupti" ROCTX_UTILS_ROOFLINE_OUT="$dir/cupti.json" "$bin/op_scopes_host_cupti" >"$dir/cupti.log" 2>&1
-  # The fake CUDA driver's H200: its SM count, clock, memory and compute capability reach the
+  # The fake SDK's MI300X agent and the fake CUDA driver's H200: CUs/SMs, clock, memory and
+  # compute capability reach the
   # GPU plane (the table's bandwidth and FP16 peak stay XProf's roofs).
-  local -A stats=([rocm]="--plane-stat core_count=304" [cupti]="--plane-stat core_count=132 --plane-stat clock_rate=1980000 --plane-stat memory_size=150754820096 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=4800000000000")
+  local -A stats=([rocm]="--plane-stat core_count=304 --plane-stat clock_rate=2100000 --plane-stat memory_size=206158430208 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=5300000000000" [cupti]="--plane-stat core_count=132 --plane-stat clock_rate=1980000 --plane-stat memory_size=150754820096 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=4800000000000")
   for v in rocm cupti; do
     cat "$dir/$v.log"
     # shellcheck disable=SC2086  # the stat options are words

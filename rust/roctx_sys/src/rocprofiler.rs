@@ -733,6 +733,8 @@ pub struct KernelApi {
     pub iterate_operations: Option<unsafe extern "C" fn(c_int, OperationCallback, *mut c_void) -> Status>,
     /// `rocprofiler_query_buffer_tracing_kind_operation_name` (3.6); optional.
     pub operation_name: Option<unsafe extern "C" fn(c_int, i32, *mut *const c_char, *mut u64) -> Status>,
+    /// `rocprofiler_query_available_agents` ([`agents`]); optional.
+    pub query_agents: Option<unsafe extern "C" fn(u32, AgentsCallback, usize, *mut c_void) -> Status>,
 }
 
 /// The callback of `rocprofiler_iterate_buffer_tracing_kind_operations`: 0 continues.
@@ -790,6 +792,185 @@ impl SdkApi {
             iterate_operations: unsafe { library.get(b"rocprofiler_iterate_buffer_tracing_kind_operations\0") }.ok().map(|s| *s),
             // SAFETY: as above.
             operation_name: unsafe { library.get(b"rocprofiler_query_buffer_tracing_kind_operation_name\0") }.ok().map(|s| *s),
+            // SAFETY: the C signature of rocprofiler_query_available_agents (agent.h).
+            query_agents: unsafe { library.get(b"rocprofiler_query_available_agents\0") }.ok().map(|s| *s),
         })
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agents (agent.h): what XProf's device capabilities need of each GPU.
+// ---------------------------------------------------------------------------------------------
+
+/// `rocprofiler_query_available_agents_cb_t`: `agents` is an array of `n` pointers to the SDK's
+/// own `rocprofiler_agent_v0_t`s (each of the SDK's size, which its `size` field gives).
+pub type AgentsCallback = unsafe extern "C" fn(version: u32, agents: *const *const c_void, n: usize, data: *mut c_void) -> Status;
+
+/// `ROCPROFILER_AGENT_INFO_VERSION_0`.
+pub const AGENT_INFO_VERSION_0: u32 = 1;
+/// `ROCPROFILER_AGENT_TYPE_GPU`.
+pub const AGENT_TYPE_GPU: u32 = 2;
+
+/// The prefix of `rocprofiler_agent_v0_t` that every SDK from ROCm 6.2 to 7.1 lays out the same
+/// (offsets 0..292; later versions only append: `runtime_visibility` in the padding at 292, a
+/// `uuid` at 296, sizes 296, 304, 312). Only the fields read here are named; the rest is kept as
+/// padding of the right size.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AgentPrefix {
+    pub size: u64,
+    pub id: u64,
+    pub kind: u32,
+    _cpu_cores_count: u32,
+    pub simd_count: u32,
+    pub mem_banks_count: u32,
+    _counts_to_wave_front: [u32; 9],
+    pub num_xcc: u32,
+    pub cu_count: u32,
+    _array_to_max_slots: [u32; 6],
+    pub gfx_target_version: u32,
+    _pci_to_clk_ccompute: [u32; 9],
+    pub max_engine_clk_fcompute: u32,
+    _fw_to_grid: [u32; 8],
+    _local_mem_hive_gpu: [u64; 3],
+    _dims: [u32; 6],
+    pub mem_banks: *const MemBank,
+    _caches: *const c_void,
+    _io_links: *const c_void,
+    pub name: *const c_char,
+    _vendor_name: *const c_char,
+    pub product_name: *const c_char,
+    _model_name: *const c_char,
+    pub node_id: u32,
+    pub logical_node_id: i32,
+    pub logical_node_type_id: i32,
+}
+
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(AgentPrefix, id) == 8);
+    assert!(offset_of!(AgentPrefix, kind) == 16);
+    assert!(offset_of!(AgentPrefix, simd_count) == 24);
+    assert!(offset_of!(AgentPrefix, mem_banks_count) == 28);
+    assert!(offset_of!(AgentPrefix, num_xcc) == 68);
+    assert!(offset_of!(AgentPrefix, cu_count) == 72);
+    assert!(offset_of!(AgentPrefix, gfx_target_version) == 100);
+    assert!(offset_of!(AgentPrefix, max_engine_clk_fcompute) == 140);
+    assert!(offset_of!(AgentPrefix, mem_banks) == 224);
+    assert!(offset_of!(AgentPrefix, name) == 248);
+    assert!(offset_of!(AgentPrefix, product_name) == 264);
+    assert!(offset_of!(AgentPrefix, node_id) == 280);
+    assert!(offset_of!(AgentPrefix, logical_node_type_id) == 288);
+    // 292 bytes of fields, padded to 296: the 6.2 struct's size, the smallest any SDK has.
+    assert!(std::mem::size_of::<AgentPrefix>() == 296);
+};
+
+/// `rocprofiler_agent_mem_bank_t` (24 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemBank {
+    /// `HSA_HEAPTYPE`: 1 and 2 are the frame buffer (VRAM).
+    pub heap_type: u32,
+    pub flags: u32,
+    /// Bus width, bits.
+    pub width: u32,
+    /// Max memory clock, MHz.
+    pub mem_clk_max: u32,
+    pub size_in_bytes: u64,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(MemBank, size_in_bytes) == 16);
+    assert!(std::mem::size_of::<MemBank>() == 24);
+};
+
+/// What the SDK says of one GPU agent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GpuAgent {
+    /// The handle dispatch records carry as `agent_id`.
+    pub id: u64,
+    /// `gfx942`: the agent's `name`, or rebuilt from `gfx_target_version` when the SDK could
+    /// not open the device to read it (the last digit is hex: 90010 is `gfx90a`).
+    pub arch: String,
+    /// `AMD Instinct MI300X` (empty when unknown).
+    pub product_name: String,
+    /// Compute units (all XCCs).
+    pub cu_count: u32,
+    /// Max shader clock, MHz.
+    pub max_clock_mhz: u32,
+    /// VRAM: the frame-buffer banks' sizes, bytes.
+    pub memory_bytes: u64,
+    /// `gfx_target_version`'s major and minor.
+    pub gfx_version: (u32, u32),
+}
+
+/// The GPU agents of the SDK, through `rocprofiler_query_available_agents` (callable at any
+/// time after the SDK loaded). An SDK older than 0.6 (ROCm 6.2, 6.3) throws a C++ exception out
+/// of that call where the machine has no KFD topology, so there it is called only when
+/// `/sys/class/kfd/kfd/topology/nodes` exists.
+pub fn gpu_agents(k: &KernelApi, sdk_version: u32) -> Result<Vec<GpuAgent>, String> {
+    unsafe extern "C" fn collect(version: u32, agents: *const *const c_void, n: usize, data: *mut c_void) -> Status {
+        // SAFETY: `data` is the Vec below, alive for the synchronous call.
+        let out = unsafe { &mut *data.cast::<Vec<GpuAgent>>() };
+        if version != AGENT_INFO_VERSION_0 || agents.is_null() {
+            return 0;
+        }
+        for i in 0..n.min(4096) {
+            // SAFETY: the SDK passes `n` pointers, valid for the call.
+            let p = unsafe { *agents.add(i) }.cast::<AgentPrefix>();
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: an agent of the SDK; its first 8 bytes are its size.
+            let size = unsafe { std::ptr::read_unaligned(p.cast::<u64>()) };
+            if size < 292 {
+                continue; // not a layout we know: read nothing of it
+            }
+            // SAFETY: at least 292 bytes, the prefix's fields (its 4 bytes of padding are a
+            // field of every SDK's struct: the 6.2 one is 296 bytes).
+            let a = unsafe { std::ptr::read_unaligned(p) };
+            if a.kind != AGENT_TYPE_GPU {
+                continue;
+            }
+            let text = |s: *const c_char| {
+                // SAFETY: a C string the SDK keeps until finalization, or null.
+                (!s.is_null()).then(|| unsafe { c_string_bytes(s as usize as u64, 256) }).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+            };
+            let mut memory_bytes = 0u64;
+            if !a.mem_banks.is_null() {
+                for b in 0..a.mem_banks_count.min(64) as usize {
+                    // SAFETY: `mem_banks_count` banks at `mem_banks`.
+                    let bank = unsafe { std::ptr::read_unaligned(a.mem_banks.add(b)) };
+                    if matches!(bank.heap_type, 1 | 2) {
+                        memory_bytes = memory_bytes.saturating_add(bank.size_in_bytes);
+                    }
+                }
+            }
+            let v = a.gfx_target_version;
+            let (major, minor, step) = ((v / 10000) % 100, (v / 100) % 100, v % 100);
+            let name = text(a.name);
+            out.push(GpuAgent {
+                id: a.id,
+                arch: if name.is_empty() && v != 0 { format!("gfx{major}{minor}{step:x}") } else { name },
+                product_name: text(a.product_name),
+                cu_count: a.cu_count,
+                max_clock_mhz: a.max_engine_clk_fcompute,
+                memory_bytes,
+                gfx_version: (major, minor),
+            });
+        }
+        0
+    }
+    let query = k.query_agents.ok_or("the SDK has no rocprofiler_query_available_agents")?;
+    if sdk_version < 600 && !std::path::Path::new("/sys/class/kfd/kfd/topology/nodes").is_dir() {
+        return Err("no KFD topology (/sys/class/kfd): this SDK version would throw out of rocprofiler_query_available_agents".to_owned());
+    }
+    let mut out: Vec<GpuAgent> = Vec::new();
+    // SAFETY: version 0, our callback, the smallest agent size every SDK accepts, and a Vec that
+    // outlives the synchronous call.
+    let status = unsafe { query(AGENT_INFO_VERSION_0, collect, std::mem::size_of::<AgentPrefix>(), (&mut out as *mut Vec<GpuAgent>).cast()) };
+    if status != 0 {
+        return Err(format!("rocprofiler_query_available_agents returned {status}"));
+    }
+    Ok(out)
 }

@@ -47,6 +47,14 @@ static STATE: AtomicU8 = AtomicU8::new(0);
 static BY_EXTERNAL: AtomicBool = AtomicBool::new(false);
 /// The record layout of the SDK in use (HIP API records differ between 6.x and 7.x).
 static LAYOUT_V7: AtomicBool = AtomicBool::new(false);
+/// The GPU agents the SDK listed at initialize (XProf's device capabilities).
+static GPU_AGENTS: OnceLock<Vec<rocprofiler::GpuAgent>> = OnceLock::new();
+
+/// The GPU agents rocprofiler-sdk listed (empty without the SDK, or where it could not say).
+pub fn gpu_agents() -> &'static [rocprofiler::GpuAgent] {
+    GPU_AGENTS.get().map_or(&[], Vec::as_slice)
+}
+
 /// The SDK's "default" thread, whose top a thread without an external-correlation stack
 /// inherits: the thread that loaded the SDK, which is the one that configures and initializes
 /// its tools (registration runs synchronously inside that load).
@@ -80,6 +88,14 @@ pub(super) fn initialize(api: &SdkApi, layout: Layout) {
         Ok(()) => {
             STATE.store(1, Ordering::Release);
             log::info(format_args!("rocprofiler-sdk: tracing kernel dispatches"));
+            if let Some(k) = KERNEL_API.get() {
+                match rocprofiler::gpu_agents(k, api.version().unwrap_or(0)) {
+                    Ok(agents) => {
+                        let _ = GPU_AGENTS.set(agents);
+                    }
+                    Err(why) => log::info(format_args!("rocprofiler-sdk: no GPU capabilities for XProf's peaks: {why}")),
+                }
+            }
         }
         Err(why) => {
             STATE.store(2, Ordering::Release);

@@ -19,7 +19,41 @@ pub fn trace(snapshot: &Snapshot) -> Trace {
     let mut t = export::trace_with_kernels(snapshot, &kernels);
     add_op_costs(&mut t, &kernels);
     add_driver_caps(&mut t, &kernels, roctx_config::get().cuda_library.as_deref().map(std::path::Path::new));
+    add_agent_caps(&mut t, &kernels, crate::listener::kernels::gpu_agents());
     t
+}
+
+/// Fills in what rocprofiler-sdk's agents say of the GPUs, under what the peak table gave: CU
+/// count, shader clock, VRAM, the gfx version, and for a GPU the table does not know, the
+/// table entry of its arch (a report with no `device` still gets its peaks). No agent field
+/// gives the memory bandwidth (the memory clock's transfers per cycle are not exposed).
+pub fn add_agent_caps(t: &mut Trace, kernels: &KernelSnapshot, agents: &[roctx_sys::rocprofiler::GpuAgent]) {
+    if agents.is_empty() {
+        return;
+    }
+    let mut ids: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let shown: std::collections::BTreeSet<u32> = t.kernels.iter().map(|k| k.gpu).collect();
+    for (gpu, id) in ids.into_iter().enumerate() {
+        // CAST: GPU indices are bounded by the dispatch count.
+        let gpu = gpu as u32;
+        let Some(a) = agents.iter().find(|a| a.id == id).filter(|_| shown.contains(&gpu)) else { continue };
+        let caps = t.devices.entry(gpu).or_insert_with(|| Device::lookup(&a.arch).map(caps).unwrap_or_default());
+        caps.vendor.get_or_insert_with(|| "AMD".to_owned());
+        if a.max_clock_mhz > 0 {
+            caps.clock_rate_khz.get_or_insert(u64::from(a.max_clock_mhz) * 1000);
+        }
+        if a.cu_count > 0 {
+            caps.core_count.get_or_insert(u64::from(a.cu_count));
+        }
+        if a.memory_bytes > 0 {
+            caps.memory_size.get_or_insert(a.memory_bytes);
+        }
+        if a.gfx_version != (0, 0) {
+            caps.compute_cap.get_or_insert(a.gfx_version);
+        }
+    }
 }
 
 /// Fills in what the GPUs' driver says of them, under what the peak table gave (so XProf's
@@ -125,6 +159,23 @@ mod tests {
         assert_eq!(whole(-1.0), 0);
         assert_eq!(whole(f64::NAN), 0);
         assert_eq!(whole(2.6), 3);
+    }
+
+    #[test]
+    fn an_agent_fills_in_under_the_table_and_finds_the_table_by_its_arch() {
+        use roctx_kernels::{Dispatch, Work};
+        use roctx_sys::rocprofiler::GpuAgent;
+        let d = Dispatch { work: Work::Kernel, graph: Default::default(), start_ns: 10, end_ns: 20, kernel_id: 1, invocation: 0, range: 0, thread_id: 1, launch_ns: 0, agent_id: 0x600, queue_id: 1, dispatch_id: 1, correlation_id: 1, workgroup: [1; 3], grid: [1; 3] };
+        let kernels = KernelSnapshot { dispatches: vec![d], ..KernelSnapshot::default() };
+        let mut t = Trace::new("h", 0, 100);
+        t.add_kernels(&kernels);
+        let agent = GpuAgent { id: 0x600, arch: "gfx942".into(), product_name: "AMD Instinct MI300X".into(), cu_count: 304, max_clock_mhz: 2100, memory_bytes: 192 << 30, gfx_version: (9, 4) };
+        add_agent_caps(&mut t, &kernels, &[GpuAgent { id: 0x700, ..agent.clone() }]);
+        assert!(t.devices.is_empty(), "another agent's");
+        add_agent_caps(&mut t, &kernels, &[agent]);
+        let caps = &t.devices[&0];
+        assert_eq!(caps.memory_bandwidth, Some(5_300_000_000_000), "the table's, found by the agent's arch");
+        assert_eq!((caps.memory_size, caps.compute_cap), (Some(192 << 30), Some((9, 4))), "the agent's");
     }
 
     #[test]
