@@ -23,7 +23,7 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-SECTIONS=" ${*:-jax defaults inside record python overhead names torch llama} "
+SECTIONS=" ${*:-jax defaults inside record python overhead names torch llama xprof} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
 WORK=$(mktemp -d)
@@ -267,6 +267,28 @@ for row in sorted(r["rows"], key=lambda x: x.get("invocation", 0)):
 r["rows"] = rows
 json.dump(r, open(sys.argv[2], "w"), indent=1)
 PY
+fi
+
+if want xprof; then
+echo "== llama.cpp in XProf's Roofline Model: test-backend-ops perf with GGML_ROOFLINE_OUT + ROCTX_UTILS_XSPACE_OUT =="
+# The same run as the llama section's, writing the log directory too (issue 26). XProf is not on
+# the device: the XSpace comes back gzipped with `roctx roofline --device h200 --json` of the
+# report, and tests/xprof/check_op_scopes.py --analysis holds one against the other here.
+NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
+GGML_ROOFLINE_OUT=$WORK/xprof_roofline.json ROCTX_UTILS_XSPACE_OUT=$WORK/xprof_logs ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13 \
+  ROCTX_UTILS_LOG=info env LD_LIBRARY_PATH="$BIN/ggml:$BIN:$NVLIB" GGML_CUDA_DISABLE_GRAPHS=1 "$BIN/ggml/test-backend-ops" perf -b CUDA0 \
+  --test-file "$PWD/scripts/nvidia/llama_ops.txt" >"$OUTDIR/xprof_run.log" 2>&1 || tail "$OUTDIR/xprof_run.log"
+grep -E "roctx_utils" "$OUTDIR/xprof_run.log" | tail -n 6
+xplane=$(find "$WORK/xprof_logs" -name '*.xplane.pb' | head -n 1)
+if [ -n "$xplane" ]; then
+  gzip -c "$xplane" >"$OUTDIR/llama.xplane.pb.gz"
+  "$BIN/roctx" roofline "$WORK/xprof_roofline.json" --device h200 --json >"$OUTDIR/llama_analysis.json"
+  "$BIN/roctx" roofline "$WORK/xprof_roofline.json" --device h200 | head -n 14 | tee "$OUTDIR/llama_xprof_roofline.txt"
+  ls -la "$OUTDIR/llama.xplane.pb.gz" "$OUTDIR/llama_analysis.json"
+  passed=$((passed + 1))
+else
+  echo "FAIL no XSpace was written"; failed=$((failed + 1))
+fi
 fi
 
 echo "validate: $passed passed, $failed failed"

@@ -4,6 +4,7 @@
 Usage (with the python of the xprof venv):
 
     check_op_scopes.py --roctx ROCTX --report REPORT.json [--merged-with XLA.xplane.pb] PATH
+    check_op_scopes.py --analysis ANALYSIS.json PATH     (`roctx roofline --json` made elsewhere)
 
 PATH is an `.xplane.pb` file or a log directory (its newest run's single file). The report is
 the roofline report the same process wrote; `ROCTX roofline REPORT --json --top 0` gives the
@@ -156,8 +157,9 @@ def gpu_plane_stats(path, plane_name="/device:GPU:0"):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path")
-    ap.add_argument("--roctx", required=True, help="the roctx CLI")
-    ap.add_argument("--report", required=True, help="the roofline report of the same process")
+    ap.add_argument("--roctx", help="the roctx CLI")
+    ap.add_argument("--report", help="the roofline report of the same process")
+    ap.add_argument("--analysis", help="instead of --roctx and --report: `roctx roofline --json` of the report, made elsewhere")
     ap.add_argument("--merged-with", help="an XLA .xplane.pb merged into PATH: its modules must be intact")
     ap.add_argument("--plane-stat", action="append", default=[], metavar="NAME=VALUE",
                     help="a device stat /device:GPU:0 must carry, with this integer value")
@@ -170,8 +172,15 @@ def main(argv=None):
     results = cx.Results()
     check = results.check
 
-    analysis = json.loads(subprocess.run([args.roctx, "roofline", args.report, "--json", "--top", "0"],
-                                         check=True, capture_output=True, text=True).stdout)
+    if args.analysis:
+        with open(args.analysis) as f:
+            analysis = json.load(f)
+    elif args.roctx and args.report:
+        analysis = json.loads(subprocess.run([args.roctx, "roofline", args.report, "--json", "--top", "0"],
+                                             check=True, capture_output=True, text=True).stdout)
+    else:
+        print("usage: give --analysis, or --roctx and --report", file=sys.stderr)
+        return 2
     groups = {instruction_name(g["label"]): g for g in analysis["groups"]}
     peaks = analysis["peaks"]
 
