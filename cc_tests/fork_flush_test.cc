@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -41,6 +42,30 @@ namespace {
 using LaunchFn = uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t);
 using TimestampFn = int (*)(uint64_t*);
 using StatsFn = int (*)(roctx_utils_kernel_stats*);
+
+// The libraries as a host that knows nothing of us would have them, and the calls the tests
+// make; start-up has run (CUPTI is traced from it, since a report is wanted).
+struct Libraries {
+  StatsFn stats = nullptr;
+  LaunchFn launch = nullptr;
+  TimestampFn now = nullptr;
+};
+
+void Load(const char* report_name, Libraries* out) {
+  // Read at the library's first call (the configuration is read once per process).
+  const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/" + report_name;
+  setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
+  void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(cupti, nullptr) << dlerror();
+  out->stats = reinterpret_cast<StatsFn>(dlsym(lib, "roctx_utils_kernel_stats_get"));
+  out->launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
+  out->now = reinterpret_cast<TimestampFn>(dlsym(cupti, "cuptiGetTimestamp"));
+  auto mark = reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_utils_mark"));
+  ASSERT_TRUE(out->stats && out->launch && out->now && mark);
+  mark("start");  // the first call that needs the pipeline runs start-up
+}
 
 // Waits up to 10 s for child `pid` to exit 0. A child that hangs gets SIGSEGV first: under
 // ASan it prints the stack it was stuck in (it has one thread), which is what a hang report
@@ -85,21 +110,9 @@ TEST(ForkWhileTracing, NoChildHangsAtExitWhileTheParentFlushes) {
   // GetFromAllocator, 1 child in 150). glibc's malloc does; the plain build runs 300 children.
   GTEST_SKIP() << "fork() while other threads allocate, under ASan's fork-unsafe allocator";
 #endif
-  // Read at the library's first call: with a report to write, CUPTI is traced from start-up.
-  const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/roofline.json";
-  setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
-  void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(cupti, nullptr) << dlerror();
-  auto stats = reinterpret_cast<StatsFn>(dlsym(lib, "roctx_utils_kernel_stats_get"));
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
-  auto now = reinterpret_cast<TimestampFn>(dlsym(cupti, "cuptiGetTimestamp"));
-  ASSERT_TRUE(stats && launch && now);
-  // The first call that needs the pipeline runs start-up: CUPTI is traced (a report is wanted).
-  auto mark = reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_utils_mark"));
-  ASSERT_NE(mark, nullptr);
-  mark("start");
+  Libraries libs;
+  ASSERT_NO_FATAL_FAILURE(Load("roofline.json", &libs));
+  const auto [stats, launch, now] = std::tuple(libs.stats, libs.launch, libs.now);
 
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
@@ -142,18 +155,9 @@ TEST(ExitWhileTracing, ExitWhileThreadsLaunchAndFlushEndsTheProcessCleanly) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "fork() of a multi-threaded process under ThreadSanitizer";
 #endif
-  const std::string report = std::string(std::getenv("TEST_TMPDIR")) + "/exit_race.json";
-  setenv("ROCTX_UTILS_ROOFLINE_OUT", report.c_str(), 1);
-  void* lib = dlopen(std::getenv("ROCTX_UTILS_TEST_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(cupti, nullptr) << dlerror();
-  auto stats = reinterpret_cast<StatsFn>(dlsym(lib, "roctx_utils_kernel_stats_get"));
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
-  auto now = reinterpret_cast<TimestampFn>(dlsym(cupti, "cuptiGetTimestamp"));
-  auto mark = reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_utils_mark"));
-  ASSERT_TRUE(stats && launch && now && mark);
-  mark("start");
+  Libraries libs;
+  ASSERT_NO_FATAL_FAILURE(Load("exit_race.json", &libs));
+  const auto [stats, launch, now] = std::tuple(libs.stats, libs.launch, libs.now);
   constexpr int kChildren = 60;
   int hung = 0, failed = 0;
   for (int i = 0; i < kChildren; ++i) {
