@@ -18,7 +18,9 @@
 # roofline report (op scopes + CUPTI) vs Nsight Compute and the ridge; upstream ggml's
 # test-backend-ops perf with our llama.cpp hook (GGML_ROOFLINE_OUT + CUPTI) vs Nsight Compute;
 # the Python package (python/, carried as a wheel in the binaries folder): a JAX script's own
-# step annotations with no code change, PyTorch's roctx_utils.annotate, torch.profiler inside.
+# step annotations with no code change, PyTorch's roctx_utils.annotate, torch.profiler inside;
+# `xprof`: the llama.cpp run's log directory for XProf's Roofline Model (checked here afterwards:
+# tests/xprof/check_op_scopes.py --analysis llama_analysis.json llama.xplane.pb).
 # The sections after the binaries folder pick which run (default: all of them).
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
