@@ -31,14 +31,8 @@ pub fn add_agent_caps(t: &mut Trace, kernels: &KernelSnapshot, agents: &[roctx_s
     if agents.is_empty() {
         return;
     }
-    let mut ids: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let shown: std::collections::BTreeSet<u32> = t.kernels.iter().map(|k| k.gpu).collect();
-    for (gpu, id) in ids.into_iter().enumerate() {
-        // CAST: GPU indices are bounded by the dispatch count.
-        let gpu = gpu as u32;
-        let Some(a) = agents.iter().find(|a| a.id == id).filter(|_| shown.contains(&gpu)) else { continue };
+    for (gpu, id) in shown_gpus(t, kernels) {
+        let Some(a) = agents.iter().find(|a| a.id == id) else { continue };
         let caps = t.devices.entry(gpu).or_insert_with(|| Device::lookup(&a.arch).map(caps).unwrap_or_default());
         caps.vendor.get_or_insert_with(|| "AMD".to_owned());
         if a.max_clock_mhz > 0 {
@@ -56,21 +50,26 @@ pub fn add_agent_caps(t: &mut Trace, kernels: &KernelSnapshot, agents: &[roctx_s
     }
 }
 
+/// The GPUs `t` shows, as (index, the agent id or device ordinal of its dispatches): the index
+/// is the agent's rank among the snapshot's, as `Trace::add_kernels` numbers them.
+fn shown_gpus(t: &Trace, kernels: &KernelSnapshot) -> Vec<(u32, u64)> {
+    let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let shown: std::collections::BTreeSet<u32> = t.kernels.iter().map(|k| k.gpu).collect();
+    // CAST: GPU indices are bounded by the dispatch count.
+    agents.into_iter().enumerate().map(|(gpu, agent)| (gpu as u32, agent)).filter(|(gpu, _)| shown.contains(gpu)).collect()
+}
+
 /// Fills in what the GPUs' driver says of them, under what the peak table gave (so XProf's
 /// roofs stay `roctx roofline`'s where the table knows the device): NVIDIA's SM clock and
 /// count, memory size, compute capability and (for a device the table does not know) the
 /// bus's memory bandwidth. Only from a CUDA driver the process loaded and initialised; a GPU
 /// that is not a CUDA device (a rocprofiler-sdk agent handle) is left alone.
 pub fn add_driver_caps(t: &mut Trace, kernels: &KernelSnapshot, cuda_library: Option<&std::path::Path>) {
-    let mut agents: Vec<u64> = kernels.dispatches.iter().map(|d| d.agent_id).collect();
-    agents.sort_unstable();
-    agents.dedup();
-    let shown: std::collections::BTreeSet<u32> = t.kernels.iter().map(|k| k.gpu).collect();
-    for (gpu, agent) in agents.into_iter().enumerate() {
-        // CAST: GPU indices are bounded by the dispatch count.
-        let gpu = gpu as u32;
+    for (gpu, agent) in shown_gpus(t, kernels) {
         // CUDA ordinals are small; rocprofiler-sdk's agent handles are not.
-        let Some(ordinal) = u32::try_from(agent).ok().filter(|&o| o < 1024 && shown.contains(&gpu)) else { continue };
+        let Some(ordinal) = u32::try_from(agent).ok().filter(|&o| o < 1024) else { continue };
         let Ok(a) = roctx_sys::cuda::device_attributes(ordinal, cuda_library) else { continue };
         let table = t.devices.contains_key(&gpu);
         let caps = t.devices.entry(gpu).or_insert_with(|| Device::named(&a.name).map(caps).unwrap_or_default());
