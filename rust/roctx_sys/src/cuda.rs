@@ -20,31 +20,33 @@ const GLOBAL_MEMORY_BUS_WIDTH: c_int = 37;
 const COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 const COMPUTE_CAPABILITY_MINOR: c_int = 76;
 
-/// What the driver says of one GPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the driver says of one GPU; `None` where it would not say (CUDA 13's driver deprecates
+/// some attributes: each is read on its own, and one refused loses only itself).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceAttributes {
-    /// `cuDeviceGetName` (`NVIDIA H200`).
+    /// `cuDeviceGetName` (`NVIDIA H200`; empty if refused).
     pub name: String,
     /// SM clock, kHz.
-    pub clock_khz: u64,
+    pub clock_khz: Option<u64>,
     /// SMs.
-    pub multiprocessors: u64,
+    pub multiprocessors: Option<u64>,
     /// Memory clock, kHz.
-    pub memory_clock_khz: u64,
+    pub memory_clock_khz: Option<u64>,
     /// Memory bus width, bits.
-    pub bus_width_bits: u64,
+    pub bus_width_bits: Option<u64>,
     /// Compute capability.
-    pub compute_capability: (u32, u32),
+    pub compute_capability: Option<(u32, u32)>,
     /// Device memory, bytes.
-    pub total_memory: u64,
+    pub total_memory: Option<u64>,
 }
 
 impl DeviceAttributes {
     /// Peak memory bandwidth from the memory clock and bus width (double data rate), B/s. For
     /// HBM this is the interface's nominal rate, below a datasheet's figure on some parts (an
     /// H200 reports 2619 MHz x 6144 bit, 4.0 TB/s, against 4.8 TB/s sold).
-    pub fn memory_bandwidth(&self) -> u64 {
-        2u64.saturating_mul(self.memory_clock_khz).saturating_mul(1000).saturating_mul(self.bus_width_bits / 8)
+    pub fn memory_bandwidth(&self) -> Option<u64> {
+        let (clock, width) = (self.memory_clock_khz?, self.bus_width_bits?);
+        Some(2u64.saturating_mul(clock).saturating_mul(1000).saturating_mul(width / 8)).filter(|&b| b > 0)
     }
 }
 
@@ -77,35 +79,32 @@ pub fn device_attributes(ordinal: u32, explicit: Option<&Path>) -> Result<Device
     if status != 0 {
         return Err(format!("cuDeviceGet({ordinal}) returned {status} (3: the process has not initialised CUDA)"));
     }
-    let read = |attr: c_int| -> Result<u64, String> {
+    let read = |attr: c_int| -> Option<u64> {
         let mut v: c_int = 0;
         // SAFETY: a valid out-pointer and a device the driver handed out.
         let status = unsafe { attribute(&mut v, attr, device) };
         if status != 0 {
-            return Err(format!("cuDeviceGetAttribute({attr}) returned {status}"));
+            return None;
         }
-        u64::try_from(v).map_err(|_| format!("cuDeviceGetAttribute({attr}) gave {v}"))
+        u64::try_from(v).ok()
     };
     let mut bytes: usize = 0;
     // SAFETY: a valid out-pointer and a device the driver handed out.
-    let status = unsafe { total_mem(&mut bytes, device) };
-    if status != 0 {
-        return Err(format!("cuDeviceTotalMem_v2 returned {status}"));
-    }
+    let total_memory = (unsafe { total_mem(&mut bytes, device) } == 0).then(|| u64::try_from(bytes).unwrap_or(u64::MAX));
     let mut name = [0 as c_char; 256];
     // SAFETY: the buffer's length is passed; the driver writes a NUL-terminated name into it.
     let status = unsafe { get_name(name.as_mut_ptr(), 255, device) };
     // SAFETY: the buffer is zeroed and at most 255 bytes were written: it is NUL-terminated.
     let name = if status == 0 { unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned() } else { String::new() };
-    let cc = |attr| read(attr).map(|v| u32::try_from(v).unwrap_or(0));
+    let cc = |attr| read(attr).and_then(|v| u32::try_from(v).ok());
     Ok(DeviceAttributes {
         name,
-        clock_khz: read(CLOCK_RATE)?,
-        multiprocessors: read(MULTIPROCESSOR_COUNT)?,
-        memory_clock_khz: read(MEMORY_CLOCK_RATE)?,
-        bus_width_bits: read(GLOBAL_MEMORY_BUS_WIDTH)?,
-        compute_capability: (cc(COMPUTE_CAPABILITY_MAJOR)?, cc(COMPUTE_CAPABILITY_MINOR)?),
-        total_memory: u64::try_from(bytes).unwrap_or(u64::MAX),
+        clock_khz: read(CLOCK_RATE),
+        multiprocessors: read(MULTIPROCESSOR_COUNT),
+        memory_clock_khz: read(MEMORY_CLOCK_RATE),
+        bus_width_bits: read(GLOBAL_MEMORY_BUS_WIDTH),
+        compute_capability: cc(COMPUTE_CAPABILITY_MAJOR).zip(cc(COMPUTE_CAPABILITY_MINOR)),
+        total_memory,
     })
 }
 
@@ -121,7 +120,8 @@ mod tests {
 
     #[test]
     fn hbm_bandwidth_is_the_double_data_rate_of_the_bus() {
-        let h200 = DeviceAttributes { name: "NVIDIA H200".into(), clock_khz: 1_980_000, multiprocessors: 132, memory_clock_khz: 2_619_000, bus_width_bits: 6144, compute_capability: (9, 0), total_memory: 150 << 30 };
-        assert_eq!(h200.memory_bandwidth(), 4_022_784_000_000);
+        let h200 = DeviceAttributes { name: "NVIDIA H200".into(), memory_clock_khz: Some(2_619_000), bus_width_bits: Some(6144), ..DeviceAttributes::default() };
+        assert_eq!(h200.memory_bandwidth(), Some(4_022_784_000_000));
+        assert_eq!(DeviceAttributes { memory_clock_khz: None, ..h200 }.memory_bandwidth(), None, "a refused attribute");
     }
 }

@@ -70,16 +70,22 @@ pub fn add_driver_caps(t: &mut Trace, kernels: &KernelSnapshot, cuda_library: Op
     for (gpu, agent) in shown_gpus(t, kernels) {
         // CUDA ordinals are small; rocprofiler-sdk's agent handles are not.
         let Some(ordinal) = u32::try_from(agent).ok().filter(|&o| o < 1024) else { continue };
-        let Ok(a) = roctx_sys::cuda::device_attributes(ordinal, cuda_library) else { continue };
+        let a = match roctx_sys::cuda::device_attributes(ordinal, cuda_library) {
+            Ok(a) => a,
+            Err(why) => {
+                roctx_config::log::info(format_args!("GPU {gpu}: no device capabilities from the CUDA driver for XProf: {why}"));
+                continue;
+            }
+        };
         let table = t.devices.contains_key(&gpu);
         let caps = t.devices.entry(gpu).or_insert_with(|| Device::named(&a.name).map(caps).unwrap_or_default());
         caps.vendor.get_or_insert_with(|| "Nvidia".to_owned());
-        caps.clock_rate_khz.get_or_insert(a.clock_khz);
-        caps.core_count.get_or_insert(a.multiprocessors);
-        caps.memory_size.get_or_insert(a.total_memory);
-        caps.compute_cap.get_or_insert(a.compute_capability);
+        caps.clock_rate_khz = caps.clock_rate_khz.or(a.clock_khz);
+        caps.core_count = caps.core_count.or(a.multiprocessors);
+        caps.memory_size = caps.memory_size.or(a.total_memory);
+        caps.compute_cap = caps.compute_cap.or(a.compute_capability);
         if !table {
-            caps.memory_bandwidth.get_or_insert(a.memory_bandwidth());
+            caps.memory_bandwidth = caps.memory_bandwidth.or_else(|| a.memory_bandwidth());
         }
     }
 }
