@@ -33,7 +33,7 @@
 //!   at session stop, at a roofline reset or write, and at exit.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -301,6 +301,43 @@ fn watch_once(flush: bool) {
         // SAFETY: flag 0: only records already complete; synchronous, calls the completion
         // callback.
         unsafe { (api.flush_all)(0) };
+    }
+    note_device_attributes();
+}
+
+/// CUDA device ordinals (below 64) that kernels, copies or sets ran on.
+static SEEN_DEVICES: AtomicU64 = AtomicU64::new(0);
+/// Those the driver has answered for.
+static ASKED_DEVICES: AtomicU64 = AtomicU64::new(0);
+/// What the CUDA driver said of each device, asked on the watch thread while the process
+/// runs: at exit, when the log directory is written, the driver is already shut down
+/// (`CUDA_ERROR_DEINITIALIZED` on the H200).
+static DEVICE_ATTRIBUTES: Mutex<BTreeMap<u32, roctx_sys::cuda::DeviceAttributes>> = Mutex::new(BTreeMap::new());
+
+/// Asks the driver about the devices seen since the last tick (never in a CUPTI callback).
+fn note_device_attributes() {
+    let new = SEEN_DEVICES.load(Ordering::Relaxed) & !ASKED_DEVICES.load(Ordering::Relaxed);
+    if new == 0 {
+        return;
+    }
+    let library = roctx_config::get().cuda_library.as_deref().map(std::path::Path::new);
+    for ordinal in (0..64u32).filter(|o| new & (1 << o) != 0) {
+        if let Ok(a) = roctx_sys::cuda::device_attributes(ordinal, library) {
+            DEVICE_ATTRIBUTES.lock().unwrap_or_else(PoisonError::into_inner).insert(ordinal, a);
+        }
+        // Asked once, answered or not: a driver that is not loaded will not be.
+        ASKED_DEVICES.fetch_or(1 << ordinal, Ordering::Relaxed);
+    }
+}
+
+/// What the CUDA driver said of the devices kernels ran on, by ordinal (asked on the watch
+/// thread; empty without CUPTI or before its first tick after the first kernels). Never waits:
+/// a fork child may hold the lock as its parent's watch thread left it.
+pub fn device_attributes() -> BTreeMap<u32, roctx_sys::cuda::DeviceAttributes> {
+    match DEVICE_ATTRIBUTES.try_lock() {
+        Ok(map) => map.clone(),
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Err(std::sync::TryLockError::WouldBlock) => BTreeMap::new(),
     }
 }
 
@@ -714,6 +751,11 @@ unsafe fn read_buffer(api: &Api, buffer: *mut u8, valid: usize) {
     roctx_kernels::count_rejected(rejected);
     // Launches first: a buffer's kernels join its own API records at once, whatever the order.
     roctx_kernels::record_launches(launches);
+    // The GPUs this batch ran on, for the watch thread to ask the driver about (once each).
+    let devices = batch.iter().filter(|d| d.agent_id < 64).fold(0u64, |m, d| m | 1 << d.agent_id);
+    if devices != 0 {
+        SEEN_DEVICES.fetch_or(devices, Ordering::Relaxed);
+    }
     roctx_kernels::record_dispatch(batch);
 }
 

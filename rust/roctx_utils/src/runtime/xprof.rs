@@ -18,7 +18,7 @@ pub fn trace(snapshot: &Snapshot) -> Trace {
     let kernels = roctx_kernels::snapshot();
     let mut t = export::trace_with_kernels(snapshot, &kernels);
     add_op_costs(&mut t, &kernels);
-    add_driver_caps(&mut t, &kernels, roctx_config::get().cuda_library.as_deref().map(std::path::Path::new));
+    add_driver_caps(&mut t, &kernels, &crate::listener::cupti::device_attributes(), roctx_config::get().cuda_library.as_deref().map(std::path::Path::new));
     add_agent_caps(&mut t, &kernels, crate::listener::kernels::gpu_agents());
     t
 }
@@ -66,11 +66,14 @@ fn shown_gpus(t: &Trace, kernels: &KernelSnapshot) -> Vec<(u32, u64)> {
 /// count, memory size, compute capability and (for a device the table does not know) the
 /// bus's memory bandwidth. Only from a CUDA driver the process loaded and initialised; a GPU
 /// that is not a CUDA device (a rocprofiler-sdk agent handle) is left alone.
-pub fn add_driver_caps(t: &mut Trace, kernels: &KernelSnapshot, cuda_library: Option<&std::path::Path>) {
+///
+/// `known` holds what the driver said while the process ran (the CUPTI listener asks on its
+/// watch thread: at exit the driver is shut down); a device not in it is asked now.
+pub fn add_driver_caps(t: &mut Trace, kernels: &KernelSnapshot, known: &std::collections::BTreeMap<u32, roctx_sys::cuda::DeviceAttributes>, cuda_library: Option<&std::path::Path>) {
     for (gpu, agent) in shown_gpus(t, kernels) {
         // CUDA ordinals are small; rocprofiler-sdk's agent handles are not.
         let Some(ordinal) = u32::try_from(agent).ok().filter(|&o| o < 1024) else { continue };
-        let a = match roctx_sys::cuda::device_attributes(ordinal, cuda_library) {
+        let a = match known.get(&ordinal).cloned().map_or_else(|| roctx_sys::cuda::device_attributes(ordinal, cuda_library), Ok) {
             Ok(a) => a,
             Err(why) => {
                 roctx_config::log::info(format_args!("GPU {gpu}: no device capabilities from the CUDA driver for XProf: {why}"));
@@ -186,7 +189,7 @@ mod tests {
     #[test]
     fn without_a_cuda_driver_no_gpu_gets_driver_caps() {
         let mut t = Trace::default();
-        add_driver_caps(&mut t, &KernelSnapshot::default(), Some(std::path::Path::new("/nonexistent/libcuda.so")));
+        add_driver_caps(&mut t, &KernelSnapshot::default(), &Default::default(), Some(std::path::Path::new("/nonexistent/libcuda.so")));
         assert!(t.devices.is_empty());
     }
 }
