@@ -291,6 +291,17 @@ if [ -n "$xplane" ]; then
 else
   echo "FAIL no XSpace was written"; failed=$((failed + 1))
 fi
+# The PyTorch example's op scopes (scripts/nvidia/torch_roofline.py) the same way.
+NVTX_INJECTION64_PATH=$BIN/libroctx_utils_nvtx.so ROCTX_UTILS_ROOFLINE_OUT=$WORK/torch_xprof.json \
+  ROCTX_UTILS_XSPACE_OUT=$WORK/torch_logs python3 scripts/nvidia/torch_roofline.py >"$OUTDIR/torch_xprof.log" 2>&1 || tail "$OUTDIR/torch_xprof.log"
+xplane=$(find "$WORK/torch_logs" -name '*.xplane.pb' | head -n 1)
+if [ -n "$xplane" ]; then
+  gzip -c "$xplane" >"$OUTDIR/torch.xplane.pb.gz"
+  "$BIN/roctx" roofline "$WORK/torch_xprof.json" --device h200 --json >"$OUTDIR/torch_analysis.json"
+  passed=$((passed + 1))
+else
+  echo "FAIL no PyTorch XSpace was written"; failed=$((failed + 1))
+fi
 fi
 
 echo "validate: $passed passed, $failed failed"
