@@ -271,6 +271,11 @@ fn picked_by_thread(trace: &Trace) -> Vec<(u64, Vec<usize>)> {
 /// `cuda_graph_node_id` for graph work, `nvtx_range` (the innermost ROCTX range open at launch)
 /// and the flow consumer id of its launching range. Times as in [`roctx_plane_based`].
 pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
+    gpu_planes_with(trace, base_ns, ops::OpScopes::of(trace).as_ref())
+}
+
+/// [`gpu_planes`] with the trace's op groups already gathered (`None`: no op events).
+fn gpu_planes_with(trace: &Trace, base_ns: i64, scopes: Option<&ops::OpScopes>) -> Vec<XPlane> {
     const CORRELATION: i64 = 1;
     const KERNEL_DETAILS: i64 = 2;
     const NVTX: i64 = 3;
@@ -357,8 +362,8 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             ops::add_device_caps(p, caps);
         }
     }
-    if let Some(scopes) = ops::OpScopes::of(trace) {
-        ops::add_op_events(trace, &scopes, &mut planes, line_ts);
+    if let Some(scopes) = scopes {
+        ops::add_op_events(trace, scopes, &mut planes, line_ts);
     }
     planes
         .into_values()
@@ -367,14 +372,6 @@ pub fn gpu_planes(trace: &Trace, base_ns: i64) -> Vec<XPlane> {
             p
         })
         .collect()
-}
-
-/// Adds the module of `trace`'s op groups (the instructions its GPU planes' op events name) to
-/// `space`'s `/host:metadata` plane, if it has any.
-pub fn add_op_module(space: &mut XSpace, trace: &Trace) {
-    if let Some(scopes) = ops::OpScopes::of(trace) {
-        ops::add_module(space, &scopes.module);
-    }
 }
 
 /// XLA's name for a GPU stream line: `Stream #<id>`, then its kinds of work in parentheses,
@@ -413,8 +410,10 @@ fn standalone_parts(trace: &Trace) -> (XSpace, RoctxEvents) {
     host.lines.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
     assign_rows(&mut host);
     let stop = wall_start(trace).saturating_add(ns(trace.stop_ns.saturating_sub(trace.start_ns)));
+    // One gathering of the op groups serves the op events and the module they name.
+    let scopes = ops::OpScopes::of(trace);
     let mut planes = vec![host];
-    planes.extend(gpu_planes(trace, wall_start(trace)));
+    planes.extend(gpu_planes_with(trace, wall_start(trace), scopes.as_ref()));
     planes.push(task_env_plane(wall_start(trace), stop));
     let mut space = XSpace {
         planes,
@@ -422,7 +421,9 @@ fn standalone_parts(trace: &Trace) -> (XSpace, RoctxEvents) {
         warnings: trace.warnings.clone(),
         ..XSpace::default()
     };
-    add_op_module(&mut space, trace);
+    if let Some(scopes) = &scopes {
+        ops::add_module(&mut space, &scopes.module);
+    }
     (space, events)
 }
 
@@ -469,8 +470,11 @@ pub fn merge_into_bytes(xspace: &[u8], trace: &Trace) -> Result<Vec<u8>, prost::
         wall_start(trace)
     });
     space.planes.push(roctx_plane_based(trace, base));
-    add_gpu_planes(&mut space, gpu_planes(trace, base));
-    add_op_module(&mut space, trace);
+    let scopes = ops::OpScopes::of(trace);
+    add_gpu_planes(&mut space, gpu_planes_with(trace, base, scopes.as_ref()));
+    if let Some(scopes) = &scopes {
+        ops::add_module(&mut space, &scopes.module);
+    }
     space.warnings.extend(trace.warnings.iter().cloned());
     if !trace.hostname.is_empty() && space.hostnames.is_empty() {
         space.hostnames.push(trace.hostname.clone());

@@ -93,14 +93,16 @@ pub(crate) fn add_op_events(trace: &Trace, scopes: &OpScopes, planes: &mut BTree
     }
     let mut order: Vec<(u32, (u32, u64, u64, u64))> = spans.into_iter().collect();
     order.sort_by_key(|&(inv, (_, _, start, _))| (start, inv));
-    // CAST: program ids have bit 63 clear (hlo::PROGRAM_ID_BIT).
     let program_id = scopes.module.program_id;
+    // Per plane: the stats' ids, and each group's event metadata id, resolved once (a plane's
+    // metadata is looked up by a scan, and a run has hundreds of thousands of invocations).
+    let mut stat_ids: HashMap<u32, [i64; 6]> = HashMap::new();
+    let mut event_ids: HashMap<(u32, &str), i64> = HashMap::new();
     for (invocation, (gpu, stream, start, busy)) in order {
         let (Some(plane), Some(cost)) = (planes.get_mut(&gpu), trace.op_costs.get(&invocation)) else { continue };
         let Some(name) = scopes.names.get(&cost.group) else { continue };
-        let stat = |plane: &mut XPlane, name: &str| stat_id(plane, name);
-        let ids = [stat(plane, HLO_OP), stat(plane, HLO_MODULE), stat(plane, PROGRAM_ID), stat(plane, FLOPS), stat(plane, BYTES_ACCESSED), stat(plane, TF_OP)];
-        let meta = event_id(plane, name);
+        let ids = *stat_ids.entry(gpu).or_insert_with(|| [HLO_OP, HLO_MODULE, PROGRAM_ID, FLOPS, BYTES_ACCESSED, TF_OP].map(|stat| stat_id(plane, stat)));
+        let meta = *event_ids.entry((gpu, name.as_str())).or_insert_with(|| event_id(plane, name));
         // CAST: a stream handle past i64::MAX wraps, as its kernels' line id does.
         let line_name = op_line_name(stream as i64);
         let line = match plane.lines.iter().position(|l| l.name == line_name) {
