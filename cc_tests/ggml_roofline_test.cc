@@ -3,10 +3,9 @@
 // report written at exit to GGML_ROOFLINE_OUT. Each scenario runs in a forked child whose
 // environment is set before the library's first call (the configuration is read once).
 //
-// This binary plays ggml: it exports ggml_op_desc, ggml_type_name, ggml_nbytes,
-// ggml_graph_node and ggml_graph_n_nodes (linked with -rdynamic, as libggml-base exports
-// them). Its op and type enum values are deliberately not ggml's: names must come from these
-// functions, never from enum values compiled into the library. It also plays the HIP runtime
+// This binary plays ggml (ggml_stand_in.h: ggml_op_desc, ggml_type_name, ggml_nbytes,
+// ggml_graph_node and ggml_graph_n_nodes, exported with -rdynamic as libggml-base exports
+// them, with op and type numbers that are not ggml's). It also plays the HIP runtime
 // for the MoE read-back: hipStreamSynchronize and hipMemcpy over host memory, which launch a
 // "copy kernel" through the fake SDK as a real blit might.
 #include <dlfcn.h>
@@ -21,61 +20,10 @@
 
 #include "cc_tests/capture_test_util.h"
 #include "cc_tests/fake_sdk_hooks.h"
+#include "cc_tests/ggml_stand_in.h"
 #include "gtest/gtest.h"
 
-// ggml.h's struct ggml_tensor (LP64), as upstream declares it.
-struct ggml_tensor {
-  int type;
-  void* buffer;
-  int64_t ne[4];
-  size_t nb[4];
-  int op;
-  int32_t op_params[16];
-  int32_t flags;
-  ggml_tensor* src[10];
-  ggml_tensor* view_src;
-  size_t view_offs;
-  void* data;
-  char name[64];
-  void* extra;
-  char padding[8];
-};
-static_assert(sizeof(ggml_tensor) == 336, "ggml_tensor");
-
-struct ggml_cgraph {
-  int n_nodes;
-  ggml_tensor** nodes;
-};
-
-// Our own numbering, unlike ggml's (MUL_MAT is 29 there, f32 is 0, q4_K is 12).
-enum { kOpMulMat = 1001, kOpAdd = 1002, kOpRmsNorm = 1003, kOpMulMatId = 1004 };
-enum { kF32 = 500, kQ4K = 501, kI32 = 502 };
-
 extern "C" {
-__attribute__((visibility("default"))) const char* ggml_op_desc(const ggml_tensor* t) {
-  switch (t->op) {
-    case kOpMulMat: return "MUL_MAT";
-    case kOpAdd: return "ADD";
-    case kOpRmsNorm: return "RMS_NORM";
-    case kOpMulMatId: return "MUL_MAT_ID";
-  }
-  return "?";
-}
-__attribute__((visibility("default"))) const char* ggml_type_name(int type) {
-  return type == kF32 ? "f32" : type == kQ4K ? "q4_K" : type == kI32 ? "i32" : "?";
-}
-// roofline.md 8: ne[0]*nb[0]/blck + sum_{i>=1} (ne[i]-1)*nb[i] for block types.
-__attribute__((visibility("default"))) size_t ggml_nbytes(const ggml_tensor* t) {
-  const size_t blck = t->type == kQ4K ? 256 : 1;
-  size_t n = t->ne[0] * t->nb[0] / blck;
-  for (int i = 1; i < 4; ++i) n += (t->ne[i] - 1) * t->nb[i];
-  return n;
-}
-__attribute__((visibility("default"))) ggml_tensor* ggml_graph_node(ggml_cgraph* g, int i) {
-  return g->nodes[i < 0 ? g->n_nodes + i : i];
-}
-__attribute__((visibility("default"))) int ggml_graph_n_nodes(ggml_cgraph* g) { return g->n_nodes; }
-
 // The fake HIP runtime: what the read-back did, and a failure to inject.
 void* g_synced_stream = nullptr;
 int g_syncs = 0, g_copies = 0, g_copy_status = 0;
@@ -96,26 +44,11 @@ __attribute__((visibility("default"))) int hipMemcpy(void* dst, const void* src,
   return 0;
 }
 
-void ggml_cuda_roofline_init(void);
-void ggml_cuda_roofline_set_device(const char* arch);
-void ggml_cuda_roofline_reset(void);
-void ggml_cuda_roofline_begin_op(const ggml_tensor* node, void* stream);
-void ggml_cuda_roofline_fuse_ops(const ggml_cgraph* graph, int node_idx, int node_count);
 }
 
 namespace {
 
-ggml_tensor Tensor(int type, std::vector<int64_t> ne, const char* name = "") {
-  ggml_tensor t{};
-  t.type = type;
-  for (int i = 0; i < 4; ++i) t.ne[i] = i < static_cast<int>(ne.size()) ? ne[i] : 1;
-  const size_t blck = type == kQ4K ? 256 : 1, block_bytes = type == kQ4K ? 144 : 4;
-  t.nb[0] = block_bytes;
-  t.nb[1] = t.nb[0] * (t.ne[0] / blck);
-  for (int i = 2; i < 4; ++i) t.nb[i] = t.nb[i - 1] * t.ne[i - 1];
-  snprintf(t.name, sizeof(t.name), "%s", name);
-  return t;
-}
+using ggml_stand_in::Tensor;
 
 struct Outcome {
   int exit_code = -1;

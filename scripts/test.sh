@@ -561,7 +561,8 @@ run_xprof() {
 }
 
 # op_scopes_host (4 groups of roofline.h op scopes and their kernels) on the fake
-# rocprofiler-sdk and on the fake CUPTI writes its XSpace and roofline report at exit;
+# rocprofiler-sdk and on the fake CUPTI, on 1 and 16 threads, and its ggml build (5 groups through llama.cpp's five
+# ggml_cuda_roofline_* hooks: fused ops, a MoE read-back), writes its XSpace and roofline report at exit;
 # check_op_scopes.py holds XProf's roofline_model, framework_op_stats and overview_page against
 # `roctx roofline` on the report. Then the ROCm one merged with a real XLA capture (jax[cpu]):
 # the same answers, and XLA's modules intact.  run_op_scopes DIR
@@ -569,13 +570,14 @@ run_op_scopes() {
   local dir=$1 bin=$ROOT/bazel-bin/cc_tests roctx=$ROOT/rust/target/release/roctx xla v
   mkdir -p "$dir"
   echo
-  echo "==> $BAZEL build //cc_tests:op_scopes_host //cc_tests:op_scopes_host_cupti --config=bazel4 --config=rocm"
-  if ! "$BAZEL" build //cc_tests:op_scopes_host //cc_tests:op_scopes_host_cupti --config=bazel4 --config=rocm ||
+  local targets=(//cc_tests:op_scopes_host //cc_tests:op_scopes_host_cupti //cc_tests:op_scopes_host_ggml //cc_tests:libfake_other_tool.so)
+  echo "==> $BAZEL build ${targets[*]} --config=bazel4 --config=rocm"
+  if ! "$BAZEL" build "${targets[@]}" --config=bazel4 --config=rocm ||
     ! (cd rust && cargo build --release --locked -q -p roctx_cli); then
     record "xprof: op scopes" 0 1 "build failed"
     return
   fi
-  echo "==> op_scopes_host (fake rocprofiler-sdk 7.0, tool mode), op_scopes_host_cupti (fake CUPTI)"
+  echo "==> op_scopes_host (fake rocprofiler-sdk 7.0, tool mode), op_scopes_host_cupti (fake CUPTI), each on 1 and 16 threads; op_scopes_host_ggml (llama.cpp's hooks)"
   env -u ROCTX_UTILS_CAPTURE XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=sdk \
     ROCTX_UTILS_ROCTX_LIBRARY="$bin/libfake_roctx.so" FAKE_ROCPROFILER_NO_ATEXIT=1 FAKE_ROCPROFILER_VERSION=10000 \
     ROCTX_UTILS_ROCPROFILER_LIBRARY="$bin/fake_sdk7/lib/librocprofiler-sdk.so.1" \
@@ -584,11 +586,34 @@ run_op_scopes() {
     ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_CUDA_LIBRARY="$bin/libfake_cupti.so" \
     ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
     ROCTX_UTILS_XSPACE_OUT="$dir/cupti" ROCTX_UTILS_ROOFLINE_OUT="$dir/cupti.json" "$bin/op_scopes_host_cupti" >"$dir/cupti.log" 2>&1
+  # 16 threads at once, each on a stream of its own; the ROCm one beside another tool in
+  # ROCP_TOOL_LIBRARIES (rocprofv3's place), which must see the markers too.
+  env -u ROCTX_UTILS_CAPTURE XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=sdk OP_SCOPES_THREADS=16 \
+    ROCP_TOOL_LIBRARIES="$bin/libfake_other_tool.so" OTHER_TOOL_OUT="$dir/rocm_16threads.other" \
+    ROCTX_UTILS_ROCTX_LIBRARY="$bin/libfake_roctx.so" FAKE_ROCPROFILER_VERSION=10000 \
+    ROCTX_UTILS_ROCPROFILER_LIBRARY="$bin/fake_sdk7/lib/librocprofiler-sdk.so.1" \
+    ROCTX_UTILS_XSPACE_OUT="$dir/rocm_16threads" ROCTX_UTILS_ROOFLINE_OUT="$dir/rocm_16threads.json" \
+    "$bin/op_scopes_host" >"$dir/rocm_16threads.log" 2>&1
+  env -u ROCTX_UTILS_CAPTURE OP_SCOPES_THREADS=16 ROCTX_UTILS_TEST_LIBRARY="$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" \
+    ROCTX_UTILS_CUPTI_LIBRARY="$bin/libfake_cupti.so" ROCTX_UTILS_CUDA_LIBRARY="$bin/libfake_cupti.so" \
+    ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/libroctx.so \
+    ROCTX_UTILS_XSPACE_OUT="$dir/cupti_16threads" ROCTX_UTILS_ROOFLINE_OUT="$dir/cupti_16threads.json" \
+    "$bin/op_scopes_host_cupti" >"$dir/cupti_16threads.log" 2>&1
+  if grep -qE '^priority=[0-9]+ markers=[1-9]' "$dir/rocm_16threads.other" 2>/dev/null; then
+    record "xprof: op scopes (other tool)" 1 0
+  else
+    record "xprof: op scopes (other tool)" 0 1 "$(cat "$dir/rocm_16threads.other" 2>&1)"
+  fi
+  # As a llama.cpp user runs it: GGML_ROOFLINE_OUT activates the hooks, no capture mode set.
+  env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_ROOFLINE_OUT ROCTX_UTILS_ROCTX_LIBRARY="$bin/libfake_roctx.so" \
+    FAKE_ROCPROFILER_NO_ATEXIT=1 FAKE_ROCPROFILER_VERSION=10000 \
+    ROCTX_UTILS_ROCPROFILER_LIBRARY="$bin/fake_sdk7/lib/librocprofiler-sdk.so.1" \
+    ROCTX_UTILS_XSPACE_OUT="$dir/ggml" GGML_ROOFLINE_OUT="$dir/ggml.json" "$bin/op_scopes_host_ggml" >"$dir/ggml.log" 2>&1
   # The fake SDK's MI300X agent and the fake CUDA driver's H200: CUs/SMs, clock, memory and
-  # compute capability reach the
-  # GPU plane (the table's bandwidth and FP16 peak stay XProf's roofs).
-  local -A stats=([rocm]="--plane-stat core_count=304 --plane-stat clock_rate=2100000 --plane-stat memory_size=206158430208 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=5300000000000" [cupti]="--plane-stat core_count=132 --plane-stat clock_rate=1980000 --plane-stat memory_size=150754820096 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=4800000000000")
-  for v in rocm cupti; do
+  # compute capability reach the GPU plane (the table's bandwidth and FP16 peak stay XProf's roofs).
+  local mi300x="--plane-stat core_count=304 --plane-stat clock_rate=2100000 --plane-stat memory_size=206158430208 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=5300000000000"
+  local -A stats=([rocm]="$mi300x" [rocm_16threads]="" [cupti_16threads]="" [cupti]="--plane-stat core_count=132 --plane-stat clock_rate=1980000 --plane-stat memory_size=150754820096 --plane-stat compute_cap_major=9 --plane-stat memory_bandwidth=4800000000000" [ggml]="$mi300x")
+  for v in rocm rocm_16threads cupti cupti_16threads ggml; do
     cat "$dir/$v.log"
     # shellcheck disable=SC2086  # the stat options are words
     "$XPROF_VENV/bin/python" tests/xprof/check_op_scopes.py --roctx "$roctx" --report "$dir/$v.json" ${stats[$v]} "$dir/$v" \
