@@ -47,4 +47,4 @@ pub use roctx_sys::output;
 pub mod xplane;
 pub mod xplane_proto;
 
-pub use model::{warnings, DeviceCaps, Event, EventKind, OpCost, Snapshot, Stats, Trace};
+pub use model::{warnings, DeviceCaps, Event, EventKind, KernelEvent, OpCost, Snapshot, Stats, Trace};

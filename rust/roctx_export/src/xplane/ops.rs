@@ -94,15 +94,21 @@ pub(crate) fn add_op_events(trace: &Trace, scopes: &OpScopes, planes: &mut BTree
     let mut order: Vec<(u32, (u32, u64, u64, u64))> = spans.into_iter().collect();
     order.sort_by_key(|&(inv, (_, _, start, _))| (start, inv));
     let program_id = scopes.module.program_id;
-    // Per plane: the stats' ids, and each group's event metadata id, resolved once (a plane's
-    // metadata is looked up by a scan, and a run has hundreds of thousands of invocations).
-    let mut stat_ids: HashMap<u32, [i64; 6]> = HashMap::new();
-    let mut event_ids: HashMap<(u32, &str), i64> = HashMap::new();
+    // Per plane: the stats' ids and the module name's ref; per group: its event metadata and
+    // the refs of its two strings, resolved once (a plane's metadata is looked up by a scan,
+    // and a run has hundreds of thousands of invocations). The strings are written as
+    // `ref_value`s, as XLA writes its `tf_op`s: inline, they were three quarters of the bytes.
+    let mut stat_ids: HashMap<u32, [i64; 7]> = HashMap::new();
+    let mut group_ids: HashMap<(u32, &str), [i64; 3]> = HashMap::new();
     for (invocation, (gpu, stream, start, busy)) in order {
         let (Some(plane), Some(cost)) = (planes.get_mut(&gpu), trace.op_costs.get(&invocation)) else { continue };
         let Some(name) = scopes.names.get(&cost.group) else { continue };
-        let ids = *stat_ids.entry(gpu).or_insert_with(|| [HLO_OP, HLO_MODULE, PROGRAM_ID, FLOPS, BYTES_ACCESSED, TF_OP].map(|stat| stat_id(plane, stat)));
-        let meta = *event_ids.entry((gpu, name.as_str())).or_insert_with(|| event_id(plane, name));
+        let ids = *stat_ids.entry(gpu).or_insert_with(|| {
+            [HLO_OP, HLO_MODULE, PROGRAM_ID, FLOPS, BYTES_ACCESSED, TF_OP, scopes.module.name.as_str()].map(|stat| stat_id(plane, stat))
+        });
+        let [meta, hlo_op, tf_op] = *group_ids.entry((gpu, name.as_str())).or_insert_with(|| {
+            [event_id(plane, name), stat_id(plane, name), stat_id(plane, &format!("{}/{}:{}", cost.op_type, cost.group, cost.op_type))]
+        });
         // CAST: a stream handle past i64::MAX wraps, as its kernels' line id does.
         let line_name = op_line_name(stream as i64);
         let line = match plane.lines.iter().position(|l| l.name == line_name) {
@@ -123,15 +129,21 @@ pub(crate) fn add_op_events(trace: &Trace, scopes: &OpScopes, planes: &mut BTree
             data: Some(super::x_event::Data::OffsetPs(offset_ps)),
             duration_ps,
             stats: vec![
-                XStat { metadata_id: ids[0], value: value(x_stat::Value::StrValue(name.clone())) },
-                XStat { metadata_id: ids[1], value: value(x_stat::Value::StrValue(scopes.module.name.clone())) },
+                XStat { metadata_id: ids[0], value: value(ref_value(hlo_op)) },
+                XStat { metadata_id: ids[1], value: value(ref_value(ids[6])) },
                 XStat { metadata_id: ids[2], value: value(x_stat::Value::Uint64Value(program_id)) },
                 XStat { metadata_id: ids[3], value: value(x_stat::Value::Uint64Value(cost.flops)) },
                 XStat { metadata_id: ids[4], value: value(x_stat::Value::Uint64Value(cost.bytes)) },
-                XStat { metadata_id: ids[5], value: value(x_stat::Value::StrValue(format!("{}/{}:{}", cost.op_type, cost.group, cost.op_type))) },
+                XStat { metadata_id: ids[5], value: value(ref_value(tf_op)) },
             ],
         });
     }
+}
+
+/// A `ref_value` to stat metadata `id` (ids are positive).
+fn ref_value(id: i64) -> x_stat::Value {
+    // CAST: stat metadata ids are positive.
+    x_stat::Value::RefValue(id as u64)
 }
 
 /// The id of stat metadata `name` in `plane`, added if missing.

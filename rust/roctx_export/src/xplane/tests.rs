@@ -874,6 +874,15 @@ fn stat_of<'a>(plane: &'a XPlane, e: &'a XEvent, name: &str) -> Option<&'a x_sta
     e.stats.iter().find(|s| plane.stat_metadata[&s.metadata_id].name == name).and_then(|s| s.value.as_ref())
 }
 
+/// A string stat of `e` written as a `ref_value`: the name of the stat metadata it points at.
+fn ref_stat_of<'a>(plane: &'a XPlane, e: &'a XEvent, name: &str) -> Option<&'a str> {
+    match stat_of(plane, e, name)? {
+        // CAST: stat metadata ids are positive.
+        x_stat::Value::RefValue(id) => plane.stat_metadata.get(&(*id as i64)).map(|m| m.name.as_str()),
+        _ => None,
+    }
+}
+
 #[test]
 fn op_scopes_are_one_event_per_invocation_as_long_as_its_kernels_ran_with_integer_costs() {
     use crate::hlo::{HloProto, HLO_PROTO_STAT};
@@ -890,7 +899,9 @@ fn op_scopes_are_one_event_per_invocation_as_long_as_its_kernels_ran_with_intege
     let first = &op_line.events[0];
     assert_eq!(first.offset_ps(), 1_000_000_000, "at its first kernel's start");
     assert_eq!(first.duration_ps, 30_000_000, "its kernels' time (10 + 20 us), not their span, nor the copy");
-    assert_eq!(stat_of(gpu, first, "hlo_op"), Some(&x_stat::Value::StrValue(a.into())));
+    assert_eq!(ref_stat_of(gpu, first, "hlo_op"), Some(a), "a ref_value, as XLA writes its strings: once per plane");
+    assert_eq!(ref_stat_of(gpu, first, "tf_op"), Some("MUL_MAT/MUL_MAT q4_K[64,64] f32[64] -> f32[64]:MUL_MAT"));
+    assert_eq!(ref_stat_of(gpu, first, "hlo_module"), Some("roctx_utils.op_scopes"));
     assert_eq!(stat_of(gpu, first, "flops"), Some(&x_stat::Value::Uint64Value(8192)), "an integer: XProf reads a double as 0");
     assert_eq!(stat_of(gpu, first, "bytes_accessed"), Some(&x_stat::Value::Uint64Value(2816)));
     let Some(x_stat::Value::Uint64Value(program_id)) = stat_of(gpu, first, "program_id").cloned() else { panic!("program_id") };
