@@ -22,6 +22,8 @@
 #   5d. the release tarball (scripts/release.sh) unpacked into a fresh directory, and its
 #      `roctx record -- COMMAND` against stock hosts on the fake rocprofiler-sdk (each record
 #      layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh);
+#   5e. `roctx stats` of the files of 5a and 5d against XProf's own kernel_stats
+#      (tests/xprof/check_stats.py);
 #   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
 #      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
 #      (ThreadSanitizer), in the same output base as 4 and 7;
@@ -758,6 +760,30 @@ run_record() {
   record_result "record: roctx record" "$log" "record" "${PIPESTATUS[0]}" check_record.sh
 }
 
+# ---------------------------------------------------------------------------------------------
+# 5e. `roctx stats` (docs/stats.md) against the real consumer: XProf's own kernel_stats of the
+#     op-scope files of 5a (e) and of the `roctx record` runs of 5d must list the same kernels
+#     with equal counts and total times within 0.1 %; and in the record runs (12 kernels and 6
+#     copies, each launched inside a range) all GPU time is some range's.
+# ---------------------------------------------------------------------------------------------
+run_stats() {
+  local dir=$TMPDIR_TESTS/stats ops=$TMPDIR_TESTS/xprof/op_scopes rec=$TMPDIR_TESTS/record/work
+  local roctx=$ROOT/rust/target/release/roctx
+  mkdir -p "$dir"
+  echo
+  echo "==> roctx stats against XProf's kernel_stats (tests/xprof/check_stats.py)"
+  if ! (cd rust && cargo build --release --locked -q -p roctx_cli); then
+    record "stats" 0 1 "building roctx failed"
+    return
+  fi
+  "$XPROF_VENV/bin/python" tests/xprof/check_stats.py --roctx "$roctx" \
+    "$ops/rocm" "$ops/cupti_16threads" "$ops/ggml" "$ops/merged.xplane.pb" 2>"$dir/ops.err" | tee "$dir/ops.log"
+  record_result "stats: kernels as XProf's (op scopes)" "$dir/ops.log" "stats" "${PIPESTATUS[0]}" check_stats.py
+  "$XPROF_VENV/bin/python" tests/xprof/check_stats.py --roctx "$roctx" --kernels 12 --copies 6 --all-in-ranges \
+    "$rec/rocm-v600" "$rec/rocm-v10000" "$rec/nvidia" 2>"$dir/record.err" | tee "$dir/record.log"
+  record_result "stats: roctx record runs" "$dir/record.log" "stats" "${PIPESTATUS[0]}" check_stats.py
+}
+
 run_cargo
 run_clippy
 run_valgrind                                        # the Rust unit tests under memcheck
@@ -766,6 +792,7 @@ run_xprof                                           # needs the rocm build of th
 run_nvtx_real                                       # needs the xprof venv's pip
 run_python                                          # needs the venv and the injection library
 run_record                                          # needs the venv and the rocm build (before 6)
+run_stats                                           # needs the files of run_xprof and run_record
 run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations

@@ -58,6 +58,12 @@ ours=$(find "$WORK/ours" -name '*.xplane.pb' | head -n 1)
 "$BIN/roctx" convert --format chrome "$ours" -o "$WORK/jax_ours.json" >/dev/null
 "$BIN/roctx" inspect "$ours" | head -n 4
 grep -h "CUPTI" "$OUTDIR/jax_ours.log" | tail -n 1
+# Issue 27: `roctx stats` of our trace; both files come back (gzip) for tests/xprof/check_stats.py
+# here: XProf's kernel_stats of XLA's reference trace and of ours against `roctx stats`.
+"$BIN/roctx" stats "$ours" --top 12 | tee "$OUTDIR/jax_stats.txt" | head -n 60
+"$BIN/roctx" stats "$ref" --report kernels --top 0 >"$OUTDIR/jax_ref_stats.txt"
+gzip -c "$ref" >"$OUTDIR/jax_ref.xplane.pb.gz"
+gzip -c "$ours" >"$OUTDIR/jax_ours.xplane.pb.gz"
 python3 scripts/nvidia/compare_jax.py "$WORK/jax_ours.json" "$WORK/jax_ref.json" jit_step "$WARMUP" "$STEPS" \
   | tee "$OUTDIR/compare_jax.txt"
 tally "$OUTDIR/compare_jax.txt" "validate jax"

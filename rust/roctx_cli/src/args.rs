@@ -32,6 +32,9 @@ pub(crate) enum Command {
     Convert(ConvertArgs),
     /// Per-op GPU roofline of a ggml/llama.cpp roofline report (GGML_ROOFLINE_OUT).
     Roofline(RooflineArgs),
+    /// Summarize a trace as `nsys stats` does: ranges per label, kernels per name, copies per
+    /// direction, and the GPU time each range label launched.
+    Stats(StatsArgs),
     /// Run a command with roctx_utils attached (ROCm or NVIDIA) and write its ROCTX ranges,
     /// kernels and copies as an XProf log directory: `roctx record -- python train.py`.
     Record(RecordArgs),
@@ -131,6 +134,60 @@ pub(crate) struct ConvertArgs {
 pub(crate) enum Format {
     /// Chrome trace-event JSON, for chrome://tracing and ui.perfetto.dev.
     Chrome,
+}
+
+/// `roctx stats`.
+#[derive(Debug, Args)]
+#[command(after_help = "Reports:\n  ranges     per ROCTX/NVTX range label: count, total, average, median, min, max, % of the traced time. Every range counts its whole duration, nested ranges included, as nsys's nvtx_sum does: a nested range's time is in its own row and in each enclosing range's.\n  kernels    per kernel name (as the trace carries it): count, total GPU time, average, median, min, max, % of all kernels' time. The events XProf's kernel_stats counts (kernel_details on /device:GPU planes).\n  copies     per kind (memcpy, memset) and direction: count, bytes, total time, GB/s.\n  range_gpu  per range label: the GPU time of the kernels and copies its ranges launched, inclusive and exclusive of nested ranges, and the projection from each range's first GPU start to its last GPU end (nsys's nvtx_gpu_proj_sum).\n\nThe traced time is the session's (profile_start_time to profile_stop_time), summed over the files of a run. Several files are combined unless --per-process. Rows are sorted by total time, longest first. CSV: one table per report, each with its header, separated by a blank line; JSON: one document; docs/stats.md has both schemas. Times in CSV and JSON are ns.\n\nExit status: 0 success; 2 bad usage, or an input could not be read.")]
+pub(crate) struct StatsArgs {
+    /// A .xplane.pb file, a run directory (its files) or a log directory (its newest run).
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: PathBuf,
+    /// The reports to print, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ranges,kernels,copies,range_gpu")]
+    pub(crate) report: Vec<StatsReport>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatsFormat::Table)]
+    pub(crate) format: StatsFormat,
+    /// Show the N rows with the most time per table (default: 25 in a table, all in CSV and
+    /// JSON; 0: all).
+    #[arg(long, value_name = "N")]
+    pub(crate) top: Option<usize>,
+    /// One set of reports per file of a run (each a process of a job) instead of one combined.
+    #[arg(long)]
+    pub(crate) per_process: bool,
+    /// Ranges and their GPU time per thread; kernels and copies per GPU stream.
+    #[arg(long)]
+    pub(crate) per_thread: bool,
+    /// Count range labels that differ only in an XLA `#...#` payload as one (`Thunk:#hlo_op=a#`
+    /// and `Thunk:#hlo_op=b#` are `Thunk:`).
+    #[arg(long)]
+    pub(crate) fold_payload: bool,
+}
+
+/// A report of `roctx stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StatsReport {
+    /// Range labels.
+    Ranges,
+    /// Kernel names.
+    Kernels,
+    /// Memory copies and sets.
+    Copies,
+    /// GPU time per range label.
+    #[value(name = "range_gpu")]
+    RangeGpu,
+}
+
+/// How `roctx stats` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StatsFormat {
+    /// Aligned columns, times in us.
+    Table,
+    /// Comma-separated values, times in ns.
+    Csv,
+    /// One JSON document, times in ns.
+    Json,
 }
 
 /// `roctx roofline`.

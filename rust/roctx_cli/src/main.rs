@@ -9,6 +9,7 @@ roctx merge xla_run/ roctx_run/ -o all.xplane.pb   two captures of one process
 roctx merge --per-process logs/ -o job.xplane.pb   a run's processes (one file each), kept apart
 roctx convert --format chrome run/ -o trace.json.gz  several files: a process group per file
 roctx roofline report.json --svg roofline.svg  per-op roofline of a ggml GGML_ROOFLINE_OUT report
+roctx stats logs/ --report kernels,range_gpu   nsys-stats-style summaries (table, CSV or JSON)
 roctx record -o logs -- python train.py     run a command with roctx_utils attached (ROCm or NVIDIA)
 ```
 
@@ -56,6 +57,7 @@ mod output;
 mod platform;
 mod record;
 mod roofline;
+mod stats;
 
 use std::process::ExitCode;
 
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Roofline(args) => roofline::run(args),
+        Command::Stats(args) => stats::run(args),
         Command::Record(args) => record::run(args),
     };
     ExitCode::from(match result {

@@ -388,7 +388,7 @@ fn truncated_files_never_panic() {
     for cut in (0..merged.len()).step_by(7).chain(merged.len() - 3..merged.len()) {
         let name = format!("cut{cut}.xplane.pb");
         dir.write(&name, &merged[..cut]);
-        for args in [vec!["inspect", &name], vec!["convert", "--format", "chrome", &name], vec!["merge", &name, "-o", "m.xplane.pb"]] {
+        for args in [vec!["inspect", &name], vec!["convert", "--format", "chrome", &name], vec!["merge", &name, "-o", "m.xplane.pb"], vec!["stats", &name]] {
             let run = dir.command().args(&args).run();
             assert!([0, 1, 2].contains(&run.code), "{args:?}: exit {}\n{}", run.code, run.stderr);
             assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
@@ -615,7 +615,7 @@ fn no_escape_sequence_from_a_file_or_its_name_reaches_the_terminal() {
     space.warnings.push("bad \u{1b}[2J clear".into());
     let evil = dir.write_space("run/h\u{1b}[31mred\u{9b}2J.xplane.pb", &space);
     let _ = dir.write_space("run/plain.xplane.pb", &sample_space());
-    for args in [vec!["inspect", "run"], vec!["inspect", s(&evil)], vec!["inspect", "run/missing\u{1b}[1m.xplane.pb"]] {
+    for args in [vec!["inspect", "run"], vec!["inspect", s(&evil)], vec!["inspect", "run/missing\u{1b}[1m.xplane.pb"], vec!["stats", "run"], vec!["stats", "--per-process", "run"]] {
         let run = dir.command().args(&args).run();
         for (what, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
             assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "roctx {args:?}: control character on {what}: {text:?}");

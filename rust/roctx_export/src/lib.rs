@@ -44,6 +44,7 @@ pub mod inspect;
 pub mod logdir;
 mod model;
 pub use roctx_sys::output;
+pub mod stats;
 pub mod xplane;
 pub mod xplane_proto;
 
