@@ -52,6 +52,9 @@
 // cudaMemcpyAsync: 41, driver cuMemcpyAsync 306); fake_cupti_memset() (a cudaMemsetAsync: 51,
 // driver cuMemsetD8Async 216);
 // fake_cupti_graph_launch() (a cudaGraphLaunch_v10000: 311, driver cuGraphLaunch 514);
+// fake_cupti_call_without_gpu_work() (a cudaGetDevice: 17, driver cuDeviceGet 12: an API record
+// only); fake_cupti_api_records_on(domain, cbid) (cuptiActivityEnableRuntimeApi/DriverApi's
+// per-function switches, CUPTI 12.5+, with cuptiGetCallbackName naming every id);
 // fake_cupti_enabled(kind), fake_cupti_depth(kind), fake_cupti_disable_count(),
 // fake_cupti_subscribe_count(), fake_cupti_finalize_count(),
 // fake_cupti_records_delivered_to(completion), fake_cupti_restart_correlation_ids().
@@ -242,6 +245,33 @@ constexpr Cbids kLaunchKernel{211, 307};  // cudaLaunchKernel_v7000 / cuLaunchKe
 constexpr Cbids kMemcpyAsync{41, 306};  // cudaMemcpyAsync_v3020 / cuMemcpyAsync
 constexpr Cbids kMemsetAsync{51, 216};  // cudaMemsetAsync_v3020 / cuMemsetD8Async
 constexpr Cbids kGraphLaunch{311, 514};   // cudaGraphLaunch_v10000 / cuGraphLaunch
+constexpr Cbids kGetDevice{17, 12};       // cudaGetDevice_v3020 / cuDeviceGet: no GPU work
+
+// Callback ids per domain (CUpti_CallbackDomain: DRIVER_API 1, RUNTIME_API 2), named by
+// cuptiGetCallbackName: the calls modelled by their names, every other id below the domain's
+// size by a name of no real function. Past the size: CUPTI_ERROR_INVALID_PARAMETER.
+constexpr uint32_t kDomainDriver = 1, kDomainRuntime = 2, kDriverCbids = 800, kRuntimeCbids = 600;
+const std::vector<std::string>& CallbackNames(uint32_t domain) {
+  static const auto* names = [] {
+    auto* n = new std::vector<std::string>[3];
+    n[kDomainDriver].resize(kDriverCbids);
+    n[kDomainRuntime].resize(kRuntimeCbids);
+    for (uint32_t i = 1; i < kDriverCbids; ++i) n[kDomainDriver][i] = "cuDriverFunction" + std::to_string(i);
+    for (uint32_t i = 1; i < kRuntimeCbids; ++i) n[kDomainRuntime][i] = "cudaRuntimeFunction" + std::to_string(i);
+    n[kDomainRuntime][kLaunchKernel.runtime] = "cudaLaunchKernel_v7000";
+    n[kDomainRuntime][kMemcpyAsync.runtime] = "cudaMemcpyAsync_v3020";
+    n[kDomainRuntime][kMemsetAsync.runtime] = "cudaMemsetAsync_v3020";
+    n[kDomainRuntime][kGraphLaunch.runtime] = "cudaGraphLaunch_v10000";
+    n[kDomainRuntime][kGetDevice.runtime] = "cudaGetDevice_v3020";
+    n[kDomainDriver][kLaunchKernel.driver] = "cuLaunchKernel";
+    n[kDomainDriver][kMemcpyAsync.driver] = "cuMemcpyAsync";
+    n[kDomainDriver][kMemsetAsync.driver] = "cuMemsetD8Async";
+    n[kDomainDriver][kGraphLaunch.driver] = "cuGraphLaunch";
+    n[kDomainDriver][kGetDevice.driver] = "cuDeviceGet";
+    return n;
+  }();
+  return names[domain == kDomainDriver || domain == kDomainRuntime ? domain : 0];
+}
 
 constexpr int kResultInvalidParameter = 1, kResultMaxLimitReached = 12, kResultQueueEmpty = 18,
               kResultInvalidKind = 21, kResultMultipleSubscribers = 39;
@@ -266,6 +296,9 @@ const bool g_fork_safe = [] {
 Requested g_requested = nullptr;
 Completed g_completed = nullptr;
 std::set<int>& g_enabled = *new std::set<int>;
+// (domain, cbid) whose API records are off (cuptiActivityEnableRuntimeApi/DriverApi(cbid, 0)):
+// the call still takes its correlation id and makes its device records, but no API record.
+std::set<std::pair<uint32_t, uint32_t>>& g_api_off = *new std::set<std::pair<uint32_t, uint32_t>>;
 uint64_t (*g_timestamp)() = nullptr;  // cuptiActivityRegisterTimestampCallback; null = default
 int g_disable_calls = 0;
 std::vector<Record>& g_pending = *new std::vector<Record>;  // one entry per record, in order
@@ -451,7 +484,11 @@ uint32_t Call(Cbids cbids, bool api_last, const uint64_t* api_start_in, const ui
     }
     // cudart's call makes one API record: RUNTIME; its internal driver call produces no DRIVER
     // record (C.8). Without RUNTIME, a driver-API call: DRIVER.
-    const uint32_t api_kind = g_enabled.count(kRuntime) ? kRuntime : g_enabled.count(kDriver) ? kDriver : 0;
+    uint32_t api_kind = g_enabled.count(kRuntime) ? kRuntime : g_enabled.count(kDriver) ? kDriver : 0;
+    const bool runtime_call = api_kind == kRuntime;
+    if (api_kind != 0 && g_api_off.count({runtime_call ? kDomainRuntime : kDomainDriver, runtime_call ? cbids.runtime : cbids.driver})) {
+      api_kind = 0;  // this function's records are off
+    }
     const ApiRecord api{api_kind,
                         api_kind == kRuntime ? cbids.runtime : cbids.driver,
                         api_start,
@@ -465,7 +502,7 @@ uint32_t Call(Cbids cbids, bool api_last, const uint64_t* api_start_in, const ui
       api_index = records.size();
       Add(records, api);
     }
-    device(records, Origin{correlation, api_kind == kRuntime ? correlation : 0, 0, 0});
+    device(records, Origin{correlation, runtime_call ? correlation : 0, 0, 0});
     if (api_kind != 0 && api_last) {
       api_index = records.size();
       Add(records, api);
@@ -656,6 +693,7 @@ FAKE_EXPORT int cuptiFinalize(void) {
   g_requested = nullptr;
   g_completed = nullptr;
   g_enabled.clear();
+  g_api_off.clear();  // assumed, as the kinds (not measured)
   g_timestamp = nullptr;
   g_subscriber = nullptr;
   g_pending.clear();
@@ -663,7 +701,40 @@ FAKE_EXPORT int cuptiFinalize(void) {
   return 0;
 }
 
+// Whether calls of one function make API records (CUPTI 12.5+). Process-wide, as CUPTI's.
+int EnableApi(uint32_t domain, uint32_t cbid, uint8_t enable) {
+  if (cbid == 0 || cbid >= CallbackNames(domain).size()) return kResultInvalidParameter;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (enable != 0) {
+    g_api_off.erase({domain, cbid});
+  } else {
+    g_api_off.insert({domain, cbid});
+  }
+  return 0;
+}
+FAKE_EXPORT int cuptiActivityEnableRuntimeApi(uint32_t cbid, uint8_t enable) { return EnableApi(kDomainRuntime, cbid, enable); }
+FAKE_EXPORT int cuptiActivityEnableDriverApi(uint32_t cbid, uint8_t enable) { return EnableApi(kDomainDriver, cbid, enable); }
+
+FAKE_EXPORT int cuptiGetCallbackName(uint32_t domain, uint32_t cbid, const char** name) {
+  const auto& names = CallbackNames(domain);
+  if (name == nullptr || cbid == 0 || cbid >= names.size()) return kResultInvalidParameter;
+  *name = names[cbid].c_str();
+  return 0;
+}
+
 // ---- test hooks ----
+
+// Whether calls of `cbid` of `domain` make API records now.
+FAKE_EXPORT int fake_cupti_api_records_on(uint32_t domain, uint32_t cbid) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_api_off.count({domain, cbid}) ? 0 : 1;
+}
+
+// A cudaGetDevice (driver: cuDeviceGet) on the calling thread: its API record only, if that
+// function's records are on. Returns its correlation id.
+FAKE_EXPORT uint32_t fake_cupti_call_without_gpu_work() {
+  return Call(kGetDevice, false, nullptr, nullptr, [](std::vector<Record>&, const Origin&) {});
+}
 
 FAKE_EXPORT int fake_cupti_enabled(int kind) {
   std::lock_guard<std::mutex> lock(g_mutex);

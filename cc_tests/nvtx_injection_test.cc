@@ -625,6 +625,8 @@ struct Cupti {
   int (*stats_get)(roctx_utils_kernel_stats*) = nullptr;
   int (*handover)() = nullptr;
   int (*reclaim)() = nullptr;
+  int (*records_on)(uint32_t, uint32_t) = nullptr;  // (domain, cbid): API records on?
+  uint32_t (*call_without_gpu_work)() = nullptr;
   bool ok = false;
 };
 
@@ -646,12 +648,20 @@ Cupti BindCupti() {
          bind(cupti, "fake_cupti_restart_correlation_ids", &c.restart) &&
          bind(Library(), "roctx_utils_kernel_stats_get", &c.stats_get) &&
          bind(Library(), "roctx_utils_kernels_handover", &c.handover) &&
-         bind(Library(), "roctx_utils_kernels_reclaim", &c.reclaim);
+         bind(Library(), "roctx_utils_kernels_reclaim", &c.reclaim) &&
+         bind(cupti, "fake_cupti_api_records_on", &c.records_on) &&
+         bind(cupti, "fake_cupti_call_without_gpu_work", &c.call_without_gpu_work);
   return c;
 }
 
 // The tests of sharing CUPTI with another profiler: XLA's client, the fake CUPTI as the other
 // profiler sees it, a session started.
+// ROCTX_UTILS_CUPTI_API=all: every call's API record is kept.
+bool AllApiRecords() {
+  const char* v = std::getenv("ROCTX_UTILS_CUPTI_API");
+  return v != nullptr && std::string(v) == "all";
+}
+
 class CuptiSharing : public NvtxInjection {
  protected:
   void SetUp() override {
@@ -659,6 +669,8 @@ class CuptiSharing : public NvtxInjection {
     Client& c = Xla();
     push = c.get<int (*)(const char*)>(c.core, kRangePushA);
     pop = c.get<int (*)()>(c.core, kRangePop);
+    push("start-up");  // the first call starts CUPTI (when these tests run alone)
+    pop();
     cu = BindCupti();
     ASSERT_TRUE(cu.ok);
     Start();
@@ -737,6 +749,8 @@ TEST_F(CuptiSharing, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler) 
   ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
   ASSERT_EQ(cu.handover(), ROCTX_UTILS_OK);  // start_trace's hook
   EXPECT_EQ(cu.enabled(10), 0) << "our kinds are off while XLA traces";
+  EXPECT_EQ(cu.records_on(2, 17), 1) << "the other profiler gets a record of every call, cudaGetDevice too";
+  EXPECT_EQ(cu.records_on(1, 12), 1);
   ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
   for (int kind : {10, 1, 22, 2}) cu.enable(kind);
   for (int i = 0; i < 3; ++i) cu.launch("kernel_in_xla_trace", t0 + 5000 + i * 1000, t0 + 5500 + i * 1000, 0, 7, 1, 32);
@@ -749,6 +763,7 @@ TEST_F(CuptiSharing, FlushedBeforeATakeoverNothingOfOursGoesToTheOtherProfiler) 
   EXPECT_EQ(cu.finalize(), 0);
   for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
   ASSERT_EQ(cu.enabled(10), 1);
+  if (!AllApiRecords()) EXPECT_EQ(cu.records_on(2, 17), 0) << "ours again: launches only";
   push("after_the_trace");
   cu.launch("kernel_after", t0 + 20000, t0 + 21000, 0, 7, 1, 32);
   pop();
@@ -871,6 +886,36 @@ TEST_F(CuptiSharing, AfterAFinalizeThatRestartsCorrelationIdsNewKernelsJoinTheir
 }
 
 // ROCTX_UTILS_COPIES=0 (nvtx_injection_copies_off_test): kernels traced, copies and sets not.
+// ggml-cuda makes a dozen runtime and driver calls per op and one launch: only the calls that
+// put work on the GPU make API records (cuptiActivityEnableRuntimeApi/DriverApi, by the names
+// cuptiGetCallbackName gives), and every kernel, copy and set still joins its launch.
+TEST_F(CuptiSharing, OnlyTheCallsThatEnqueueGpuWorkMakeApiRecordsAndEverythingStillJoins) {
+  const bool all = AllApiRecords();
+  for (auto [domain, cbid] : {std::pair<uint32_t, uint32_t>{2, 211}, {2, 41}, {2, 51}, {2, 311}, {1, 307}, {1, 306}, {1, 216}, {1, 514}}) {
+    EXPECT_EQ(cu.records_on(domain, cbid), 1) << "domain " << domain << " cbid " << cbid;
+  }
+  EXPECT_EQ(cu.records_on(2, 17), all ? 1 : 0) << "cudaGetDevice";
+  EXPECT_EQ(cu.records_on(1, 12), all ? 1 : 0) << "cuDeviceGet";
+  EXPECT_EQ(cu.records_on(2, 300), all ? 1 : 0) << "any other runtime function";
+  roctx_utils_kernel_stats before{sizeof(before)};
+  ASSERT_EQ(cu.stats_get(&before), ROCTX_UTILS_OK);
+  for (int op = 0; op < 20; ++op) {
+    push(op % 2 ? "odd_op" : "even_op");
+    for (int i = 0; i < 5; ++i) cu.call_without_gpu_work();
+    cu.launch(op % 2 ? "odd_kernel" : "even_kernel", t0 + 1000 + op * 2000, t0 + 2000 + op * 2000, 0, 7, 1, 32);
+    pop();
+  }
+  usleep(500);
+  const std::string json = StopAsChrome("launch_records_only.json");  // flushed and joined
+  roctx_utils_kernel_stats after{sizeof(after)};
+  ASSERT_EQ(cu.stats_get(&after), ROCTX_UTILS_OK);
+  EXPECT_EQ(Count(json, "\"name\":\"odd_kernel\""), 10u) << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"odd_op\""), 20u) << "10 ranges and their 10 kernels\n" << json;
+  EXPECT_EQ(Count(json, "\"nvtx_range\":\"even_op\""), 20u) << json;
+  EXPECT_EQ(after.unjoined, before.unjoined) << "every kernel found its launch record";
+  EXPECT_EQ(after.not_seen, before.not_seen) << "a call without a record is not a call another profiler took";
+}
+
 TEST_F(NvtxInjection, CopiesOffTracesKernelsOnly) {
   const char* copies = std::getenv("ROCTX_UTILS_COPIES");
   if (copies == nullptr || std::string(copies) != "0") GTEST_SKIP() << "only with ROCTX_UTILS_COPIES=0";

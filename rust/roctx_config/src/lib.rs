@@ -143,6 +143,8 @@ pub const LOG: &str = "ROCTX_UTILS_LOG";
 pub const KERNELS: &str = "ROCTX_UTILS_KERNELS";
 /// `ROCTX_UTILS_COPIES`.
 pub const COPIES: &str = "ROCTX_UTILS_COPIES";
+/// `ROCTX_UTILS_CUPTI_API`.
+pub const CUPTI_API: &str = "ROCTX_UTILS_CUPTI_API";
 /// `ROCTX_UTILS_CLOCK`.
 pub const CLOCK: &str = "ROCTX_UTILS_CLOCK";
 /// `ROCTX_UTILS_ROOFLINE_OUT`.
@@ -166,7 +168,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 36] = [
+pub const VARS: [Var; 37] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -257,6 +259,13 @@ pub const VARS: [Var; 36] = [
         when: When::FirstCall,
         default: "on",
         meaning: "with kernels traced, also trace memory copies and sets (CUPTI MEMCPY/MEMCPY2/MEMSET, rocprofiler-sdk MEMORY_COPY); `off` saves their tracing cost (docs/kernels.md)",
+    },
+    Var {
+        name: CUPTI_API,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "launches",
+        meaning: "NVIDIA, kernels traced: which CUDA API calls CUPTI records for the join, `launches` (kernel launches, graph launches, copies and sets: what attribution needs, at a fraction of the cost of every call; CUPTI 12.5+) or `all` (every runtime and driver call, as before)",
     },
     Var {
         name: CLOCK,
@@ -450,6 +459,15 @@ impl CaptureRequest {
     }
 }
 
+/// Which CUDA API calls CUPTI records for the join (`ROCTX_UTILS_CUPTI_API`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CuptiApi {
+    /// Only the calls that put work on the GPU: launches, graph launches, copies, sets.
+    Launches,
+    /// Every runtime and driver call.
+    All,
+}
+
 /// The in-process capture clock (`ROCTX_UTILS_CLOCK`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockRequest {
@@ -499,6 +517,8 @@ pub struct Config {
     pub kernels: bool,
     /// `ROCTX_UTILS_COPIES`: with kernels, trace memory copies and sets too.
     pub copies: bool,
+    /// `ROCTX_UTILS_CUPTI_API`: which API calls CUPTI records.
+    pub cupti_api: CuptiApi,
     /// `ROCTX_UTILS_ROOFLINE_OUT`, else `GGML_ROOFLINE_OUT`, when set and non-empty.
     pub roofline_out: Option<PathBuf>,
     /// `ROCTX_UTILS_CLOCK`.
@@ -581,6 +601,19 @@ impl Config {
             }),
         };
 
+        let cupti_api = match lookup(CUPTI_API) {
+            None => CuptiApi::Launches,
+            Some(raw) => match raw.to_str().map(str::to_ascii_lowercase).as_deref() {
+                Some("launches" | "") => CuptiApi::Launches,
+                Some("all") => CuptiApi::All,
+                _ => {
+                    let raw = Shown(&raw);
+                    warnings.push(format!("{CUPTI_API}={raw:?} is not one of launches, all; using launches"));
+                    CuptiApi::Launches
+                }
+            },
+        };
+
         let clock = match lookup(CLOCK) {
             None => ClockRequest::Auto,
             Some(raw) => match raw.to_str().map(str::to_ascii_lowercase).as_deref() {
@@ -610,6 +643,7 @@ impl Config {
             log,
             kernels,
             copies,
+            cupti_api,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
             clock,
             job,
@@ -775,6 +809,7 @@ mod tests {
                 log: LogLevel::Warn,
                 kernels: true,
                 copies: true,
+                cupti_api: CuptiApi::Launches,
                 roofline_out: None,
                 clock: ClockRequest::Auto,
                 job: JobIdentity::default(),
@@ -794,6 +829,10 @@ mod tests {
         assert!(!c.copies && c.kernels && w.is_empty(), "{w:?}");
         let (c, w) = Config::from_lookup(&env(&[(COPIES, "maybe")]));
         assert!(c.copies && w[0].contains("ROCTX_UTILS_COPIES") && w[0].contains("using on"), "{w:?}");
+        let (c, w) = Config::from_lookup(&env(&[(CUPTI_API, "ALL")]));
+        assert!(c.cupti_api == CuptiApi::All && w.is_empty(), "{w:?}");
+        let (c, w) = Config::from_lookup(&env(&[(CUPTI_API, "some")]));
+        assert!(c.cupti_api == CuptiApi::Launches && w[0].contains("ROCTX_UTILS_CUPTI_API") && w[0].contains("using launches"), "{w:?}");
         let (c, w) = Config::from_lookup(&env(&[(KERNELS, "sometimes")]));
         assert!(c.kernels);
         assert!(w[0].contains("ROCTX_UTILS_KERNELS") && w[0].contains("using on"), "{w:?}");

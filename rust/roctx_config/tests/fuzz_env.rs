@@ -15,7 +15,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use roctx_config::grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
-use roctx_config::{CaptureRequest, ClockRequest, Config, LogLevel, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
+use roctx_config::{CaptureRequest, ClockRequest, Config, CuptiApi, LogLevel, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
 
 #[path = "../../fuzz/mutate.rs"]
 mod mutate;
@@ -190,6 +190,21 @@ fn check_config(raw: &OsStr, set: &[&str]) {
         true
     };
     assert_eq!(config.copies, copies, "{}={raw:?}", roctx_config::COPIES);
+
+    let cupti_api = if has(roctx_config::CUPTI_API) {
+        text.and_then(|t| match t.to_ascii_lowercase().as_str() {
+            "launches" | "" => Some(CuptiApi::Launches),
+            "all" => Some(CuptiApi::All),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::CUPTI_API);
+            CuptiApi::Launches
+        })
+    } else {
+        CuptiApi::Launches
+    };
+    assert_eq!(config.cupti_api, cupti_api, "{}={raw:?}", roctx_config::CUPTI_API);
 
     let clock = if has(roctx_config::CLOCK) {
         text.and_then(|t| match t.to_ascii_lowercase().as_str() {

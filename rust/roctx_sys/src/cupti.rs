@@ -31,6 +31,20 @@ pub mod kind {
     pub const EXTERNAL_CORRELATION: i32 = 39;
 }
 
+/// `CUPTI_CB_DOMAIN_DRIVER_API`: driver API callback ids (DRIVER records' `cbid`).
+pub const DOMAIN_DRIVER_API: u32 = 1;
+/// `CUPTI_CB_DOMAIN_RUNTIME_API`: runtime API callback ids (RUNTIME records' `cbid`).
+pub const DOMAIN_RUNTIME_API: u32 = 2;
+
+/// Whether a CUDA runtime or driver function (by name) puts work on the GPU that kernel,
+/// copy or set records can name by correlation id: launches (`cudaLaunchKernel`,
+/// `cuLaunchKernelEx`, cooperative and host-function launches), graph launches, copies and
+/// sets. The join needs exactly these API records.
+pub fn enqueues_gpu_work(name: &str) -> bool {
+    const PREFIXES: [&str; 8] = ["cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// `CUpti_BuffersCallbackRequestFunc`.
 pub type BufferRequested = unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize);
 /// `CUpti_BuffersCallbackCompleteFunc`.
@@ -54,6 +68,13 @@ pub struct Api {
     /// (another client's `cuptiFinalize` drops it: how a takeover's end is seen).
     pub get_timestamp: Option<unsafe extern "C" fn(*mut u64) -> CuptiResult>,
     pub dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
+    /// `cuptiActivityEnableRuntimeApi(cbid, enable)` (CUPTI 12.5+): whether calls of one
+    /// runtime function make RUNTIME records.
+    pub enable_runtime_api: Option<unsafe extern "C" fn(u32, u8) -> CuptiResult>,
+    /// `cuptiActivityEnableDriverApi(cbid, enable)` (CUPTI 12.5+): the same for DRIVER records.
+    pub enable_driver_api: Option<unsafe extern "C" fn(u32, u8) -> CuptiResult>,
+    /// `cuptiGetCallbackName(domain, cbid, &name)`: a callback id's function name.
+    pub get_callback_name: Option<unsafe extern "C" fn(u32, u32, *mut *const c_char) -> CuptiResult>,
     /// `cuptiGetVersion`'s answer.
     pub version: u32,
     /// Where the library was found.
@@ -131,10 +152,29 @@ impl Api {
             // SAFETY: as in bind!.
             get_timestamp: unsafe { lib.get(b"cuptiGetTimestamp\0") }.ok().map(|s| *s),
             dropped_records: bind!("cuptiActivityGetNumDroppedRecords"),
+            // SAFETY: as in bind!.
+            enable_runtime_api: unsafe { lib.get(b"cuptiActivityEnableRuntimeApi\0") }.ok().map(|s| *s),
+            // SAFETY: as in bind!.
+            enable_driver_api: unsafe { lib.get(b"cuptiActivityEnableDriverApi\0") }.ok().map(|s| *s),
+            // SAFETY: as in bind!.
+            get_callback_name: unsafe { lib.get(b"cuptiGetCallbackName\0") }.ok().map(|s| *s),
             version,
             location,
             _library: lib,
         })
+    }
+
+    /// The function name of callback id `cbid` of `domain` ([`DOMAIN_DRIVER_API`],
+    /// [`DOMAIN_RUNTIME_API`]), if CUPTI knows it.
+    pub fn callback_name(&self, domain: u32, cbid: u32) -> Option<String> {
+        let get = self.get_callback_name?;
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: a valid out-pointer; CUPTI returns a static string.
+        if unsafe { get(domain, cbid, &mut p) } != SUCCESS || p.is_null() {
+            return None;
+        }
+        // SAFETY: a static NUL-terminated string.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
 
     /// CUPTI's name for `result`.

@@ -144,7 +144,69 @@ fn set_up(api: &Api) -> Result<(), String> {
         // SAFETY: an activity kind of this CUPTI version.
         check(&format!("cuptiActivityEnable({name})"), unsafe { (api.enable)(kind) })?;
     }
+    if roctx_config::get().cupti_api == roctx_config::CuptiApi::Launches {
+        filter_api_records(api);
+    }
     Ok(())
+}
+
+/// The (domain, callback id) of the API functions whose records we turned off, to turn them
+/// on again before another profiler traces (CUPTI's per-function switch is process-wide).
+static FILTERED: Mutex<Vec<(u32, u32)>> = Mutex::new(Vec::new());
+
+/// Highest callback id asked about; CUDA 13.0 has under 1,000 per domain.
+const MAX_CBID: u32 = 4096;
+
+/// Keeps RUNTIME and DRIVER records for the functions that enqueue GPU work only
+/// ([`cupti::enqueues_gpu_work`]): the join needs no other, and a record per call of every
+/// runtime and driver function (ggml-cuda makes a dozen per op) was most of what tracing cost
+/// a launch-bound op. Where CUPTI cannot (before 12.5), every call is recorded, as before.
+fn filter_api_records(api: &Api) {
+    let switches = [(cupti::DOMAIN_RUNTIME_API, api.enable_runtime_api, "runtime"), (cupti::DOMAIN_DRIVER_API, api.enable_driver_api, "driver")];
+    let mut filtered = FILTERED.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut kept = Vec::new();
+    for (domain, enable, what) in switches {
+        let (Some(enable), Some(_)) = (enable, api.get_callback_name) else {
+            log::info(format_args!("CUPTI {}: no per-function switch for {what} API records (CUPTI 12.5+ has one): every {what} call is recorded", api.version));
+            continue;
+        };
+        let (mut known, mut launches, mut misses) = (0u32, 0u32, 0u32);
+        for cbid in 1..MAX_CBID {
+            let Some(name) = api.callback_name(domain, cbid) else {
+                misses += 1;
+                if misses > 64 && known > 0 {
+                    break;
+                }
+                continue;
+            };
+            misses = 0;
+            known += 1;
+            if cupti::enqueues_gpu_work(&name) {
+                launches += 1;
+                continue;
+            }
+            // SAFETY: a callback id of this domain, just named by CUPTI.
+            if unsafe { enable(cbid, 0) } == cupti::SUCCESS {
+                filtered.push((domain, cbid));
+            }
+        }
+        kept.push(format!("{launches} of {known} {what} functions"));
+    }
+    if !kept.is_empty() {
+        log::info(format_args!("CUPTI: API records for the functions that enqueue GPU work only ({}); ROCTX_UTILS_CUPTI_API=all records every call", kept.join(", ")));
+    }
+}
+
+/// Turns every API record we turned off back on, before another profiler traces.
+fn unfilter_api_records(api: &Api) {
+    let mut filtered = FILTERED.lock().unwrap_or_else(PoisonError::into_inner);
+    for (domain, cbid) in filtered.drain(..) {
+        let enable = if domain == cupti::DOMAIN_RUNTIME_API { api.enable_runtime_api } else { api.enable_driver_api };
+        if let Some(enable) = enable {
+            // SAFETY: a callback id CUPTI named when we turned it off.
+            unsafe { enable(cbid, 1) };
+        }
+    }
 }
 
 /// The activity kinds we enable, with their names.
@@ -293,7 +355,9 @@ fn watch_once(flush: bool) {
         // CUPTI's clock is not ours any more: another client finalized CUPTI (its clock falls
         // back to CLOCK_REALTIME) or set a clock of its own to trace with (Kineto does, without
         // a finalize: correlation ids go on, measured). Refused: the other profiler is at
-        // work; ask again next tick, never taking CUPTI from under it.
+        // work; ask again next tick, never taking CUPTI from under it. Its API records must
+        // not miss the functions we had turned off.
+        unfilter_api_records(api);
         take_back_if_idle(api, Release::Released);
         return;
     }
@@ -451,6 +515,7 @@ pub fn handover() -> bool {
     let (Some(api), true) = (API.get(), active()) else { return false };
     HELD.store(true, Ordering::Release);
     flush();
+    unfilter_api_records(api);
     for kind in our_kinds() {
         // SAFETY: an activity kind of this CUPTI version.
         unsafe { (api.disable)(kind) };
