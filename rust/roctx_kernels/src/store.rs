@@ -196,23 +196,49 @@ fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
 /// Begins an op invocation with `op`'s geometry; returns its id (from 1), or 0 when the op
 /// cannot be attributed (counted: geometry table full, or the 32-bit id space exhausted).
 pub fn begin_invocation(op: OpDescriptor) -> u32 {
+    begin_invocation_keyed(op).0
+}
+
+/// A geometry as a caller may cache it: valid until the next [`reset`] (which clears the
+/// table), told apart by the reset count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeometryKey {
+    geometry: Geometry,
+    resets: u64,
+}
+
+/// Resets so far (each clears the geometry table).
+static RESETS: AtomicU64 = AtomicU64::new(0);
+
+/// [`begin_invocation`], also returning the geometry it used, for [`begin_invocation_at`]: a
+/// caller that knows two ops have the same descriptor (llama.cpp's hook, by the node's bytes)
+/// skips building and hashing it again.
+pub fn begin_invocation_keyed(op: OpDescriptor) -> (u32, Option<GeometryKey>) {
     let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
     with(|s| {
-        let Ok(id) = u32::try_from(id) else {
-            s.stats.invocations_exhausted += 1;
-            return 0;
-        };
-        if s.invocations.len() >= invocation_cap() {
-            s.stats.invocations_over_cap += 1;
-            return 0;
-        }
+        let Some(id) = s.admit(id) else { return (0, None) };
         match s.geometry(op) {
             Some(geometry) => {
                 s.invocations.insert(id, Invocation { geometry, experts_used: 0 });
-                id
+                (id, Some(GeometryKey { geometry, resets: RESETS.load(Ordering::Relaxed) }))
             }
-            None => 0,
+            None => (0, None),
         }
+    })
+}
+
+/// Begins an op invocation with a geometry [`begin_invocation_keyed`] returned; `None` if a
+/// [`reset`] has cleared it since (the caller begins it with its descriptor instead).
+pub fn begin_invocation_at(key: GeometryKey) -> Option<u32> {
+    with(|s| {
+        // Under the lock: a reset cannot slip in between the check and the insert.
+        if key.resets != RESETS.load(Ordering::Relaxed) {
+            return None;
+        }
+        let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(id) = s.admit(id) else { return Some(0) };
+        s.invocations.insert(id, Invocation { geometry: key.geometry, experts_used: 0 });
+        Some(id)
     })
 }
 
@@ -440,6 +466,7 @@ pub fn reset() {
         s.tokens_per_expert.clear();
         s.geometries.clear();
         s.geometry_index.clear();
+        RESETS.fetch_add(1, Ordering::Relaxed);
         s.stats = KernelStats::default();
         s.reset_floor = floor;
     });
@@ -573,6 +600,19 @@ impl State {
             workgroup: d.workgroup,
             grid: d.grid,
         });
+    }
+
+    /// `id` as an invocation id, if it fits and the op cap allows another (else counted).
+    fn admit(&mut self, id: u64) -> Option<u32> {
+        let Ok(id) = u32::try_from(id) else {
+            self.stats.invocations_exhausted += 1;
+            return None;
+        };
+        if self.invocations.len() >= invocation_cap() {
+            self.stats.invocations_over_cap += 1;
+            return None;
+        }
+        Some(id)
     }
 
     fn geometry(&mut self, op: OpDescriptor) -> Option<Geometry> {

@@ -328,3 +328,20 @@ fn op_scopes_past_the_cap_are_counted_and_attributed_to_no_op_until_a_reset() {
     assert_ne!(begin_invocation(add), 0, "a reset makes room again");
     crate::store::INVOCATION_CAP_FOR_TESTS.store(0, std::sync::atomic::Ordering::Relaxed);
 }
+
+#[test]
+fn a_remembered_geometry_begins_invocations_until_a_reset_clears_it() {
+    let _g = serial();
+    reset();
+    let (first, key) = begin_invocation_keyed(op("MUL_MAT", 4096));
+    let key = key.expect("a geometry");
+    let second = begin_invocation_at(key).expect("valid until a reset");
+    assert!(second > first);
+    let s = snapshot();
+    assert_eq!(s.invocations[&first].geometry, s.invocations[&second].geometry, "the same geometry, not described again");
+    assert_eq!(s.geometries.len(), 1);
+    reset();
+    assert_eq!(begin_invocation_at(key), None, "the reset cleared the table: the caller describes the op again");
+    let (third, again) = begin_invocation_keyed(op("MUL_MAT", 4096));
+    assert!(third > second && again.is_some() && again != Some(key));
+}

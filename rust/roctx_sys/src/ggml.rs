@@ -9,7 +9,7 @@
 // The mirror's fields are ggml.h's, documented there.
 #![allow(missing_docs)]
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use libloading::os::unix::Library;
 
@@ -116,6 +116,198 @@ pub struct DeviceCopy {
     memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
     /// `"hip"` or `"cuda"`.
     pub runtime: &'static str,
+}
+
+/// The GPU runtime's stream-ordered calls for a MoE read-back that never blocks the stream or
+/// the host: the ids copied on a side stream into pinned host memory between two events, found
+/// in the process like [`DeviceCopy`] (HIP's when the process has it, else CUDA's). Each field
+/// is the runtime's documented signature; HIP's and CUDA's agree but for `host_alloc`.
+#[derive(Debug, Clone, Copy)]
+pub struct AsyncCopy {
+    host_alloc: HostAlloc,
+    /// `hipHostFree` / `cudaFreeHost`.
+    host_free: unsafe extern "C" fn(*mut c_void) -> c_int,
+    /// `hipEventCreateWithFlags` / `cudaEventCreateWithFlags`.
+    event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
+    /// `hipEventRecord` / `cudaEventRecord` (event, stream).
+    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
+    /// `hipEventQuery` / `cudaEventQuery`.
+    event_query: unsafe extern "C" fn(*mut c_void) -> c_int,
+    /// `hipEventSynchronize` / `cudaEventSynchronize`.
+    event_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
+    /// `hipStreamWaitEvent` / `cudaStreamWaitEvent` (stream, event, flags).
+    stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> c_int,
+    /// `hipStreamCreateWithFlags` / `cudaStreamCreateWithFlags`.
+    stream_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
+    /// `hipMemcpyAsync` / `cudaMemcpyAsync` (dst, src, bytes, kind, stream).
+    memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int,
+    /// `hipGetDevice` / `cudaGetDevice`.
+    get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    /// `"hip"` or `"cuda"`.
+    pub runtime: &'static str,
+}
+
+/// The streams and events of one read-back ([`AsyncCopy::enqueue`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Queues {
+    /// Where the ids are produced (the op's stream).
+    pub stream: *mut c_void,
+    /// Recorded on `stream` before the copy.
+    pub ready: *mut c_void,
+    /// The side stream the copy runs on.
+    pub side: *mut c_void,
+    /// Recorded on `side` after the copy.
+    pub done: *mut c_void,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum HostAlloc {
+    /// `hipHostMalloc(ptr, bytes, flags)`.
+    Hip(unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> c_int),
+    /// `cudaMallocHost(ptr, bytes)`.
+    Cuda(unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int),
+}
+
+/// `hipErrorNotReady` and `cudaErrorNotReady` are both 600.
+pub const NOT_READY: c_int = 600;
+/// `hipEventDisableTiming` / `cudaEventDisableTiming`.
+const EVENT_DISABLE_TIMING: c_uint = 2;
+/// `hipStreamNonBlocking` / `cudaStreamNonBlocking`.
+const STREAM_NON_BLOCKING: c_uint = 1;
+
+/// A runtime call that failed: its name (without the runtime's prefix) and status.
+pub type CallError = (&'static str, c_int);
+
+fn status(call: &'static str, s: c_int) -> Result<(), CallError> {
+    if s == 0 { Ok(()) } else { Err((call, s)) }
+}
+
+impl AsyncCopy {
+    /// The process's HIP or CUDA runtime functions, if either has them all.
+    pub fn find() -> Option<AsyncCopy> {
+        let this = Library::this();
+        macro_rules! get {
+            ($name:expr) => {{
+                let name: String = $name;
+                // SAFETY: each use below names the field's documented signature.
+                unsafe { this.get(format!("{name}\0").as_bytes()).map(|s| *s).ok()? }
+            }};
+        }
+        for runtime in ["hip", "cuda"] {
+            let found = (|| {
+                let hip = runtime == "hip";
+                let host_alloc = if hip { HostAlloc::Hip(get!("hipHostMalloc".to_owned())) } else { HostAlloc::Cuda(get!("cudaMallocHost".to_owned())) };
+                Some(AsyncCopy {
+                    host_alloc,
+                    host_free: get!(if hip { "hipHostFree".to_owned() } else { "cudaFreeHost".to_owned() }),
+                    event_create: get!(format!("{runtime}EventCreateWithFlags")),
+                    event_record: get!(format!("{runtime}EventRecord")),
+                    event_query: get!(format!("{runtime}EventQuery")),
+                    event_synchronize: get!(format!("{runtime}EventSynchronize")),
+                    stream_wait_event: get!(format!("{runtime}StreamWaitEvent")),
+                    stream_create: get!(format!("{runtime}StreamCreateWithFlags")),
+                    memcpy_async: get!(format!("{runtime}MemcpyAsync")),
+                    get_device: get!(format!("{runtime}GetDevice")),
+                    runtime: if hip { "hip" } else { "cuda" },
+                })
+            })();
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// The calling thread's current device.
+    pub fn device(&self) -> Result<c_int, CallError> {
+        let mut d: c_int = 0;
+        // SAFETY: a valid out-pointer.
+        status("GetDevice", unsafe { (self.get_device)(&mut d) }).map(|()| d)
+    }
+
+    /// `bytes` of pinned host memory on the current device's behalf.
+    pub fn host_alloc(&self, bytes: usize) -> Result<*mut u8, CallError> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        let s = match self.host_alloc {
+            // SAFETY: a valid out-pointer; flags 0 (hipHostMallocDefault).
+            HostAlloc::Hip(f) => unsafe { f(&mut p, bytes, 0) },
+            // SAFETY: a valid out-pointer.
+            HostAlloc::Cuda(f) => unsafe { f(&mut p, bytes) },
+        };
+        status("HostMalloc", s).map(|()| p.cast())
+    }
+
+    /// Frees what [`host_alloc`](Self::host_alloc) returned.
+    ///
+    /// # Safety
+    /// `p` came from `host_alloc` and is freed once, with no copy into it pending.
+    pub unsafe fn host_free(&self, p: *mut u8) {
+        // SAFETY: per contract.
+        unsafe { (self.host_free)(p.cast()) };
+    }
+
+    /// An event without timing on the current device.
+    pub fn event(&self) -> Result<*mut c_void, CallError> {
+        let mut e: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        status("EventCreateWithFlags", unsafe { (self.event_create)(&mut e, EVENT_DISABLE_TIMING) }).map(|()| e)
+    }
+
+    /// A stream of the current device that does not synchronize with the null stream.
+    pub fn stream(&self) -> Result<*mut c_void, CallError> {
+        let mut s: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        status("StreamCreateWithFlags", unsafe { (self.stream_create)(&mut s, STREAM_NON_BLOCKING) }).map(|()| s)
+    }
+
+    /// Enqueues, without blocking anything: `q.ready` recorded on `q.stream` (where the ids are
+    /// produced), `q.side` waiting for it, the copy of `bytes` at `src` into `dst` on `q.side`,
+    /// and `q.done` recorded after it.
+    ///
+    /// # Safety
+    /// Events and side stream of the device that owns `q.stream`; `src` device memory readable
+    /// for `bytes` until `done` completes; `dst` pinned memory of at least `bytes`, untouched
+    /// until `done` completes.
+    pub unsafe fn enqueue(&self, q: &Queues, dst: *mut u8, src: *const c_void, bytes: usize) -> Result<(), CallError> {
+        // SAFETY: per contract.
+        unsafe {
+            status("EventRecord", (self.event_record)(q.ready, q.stream))?;
+            status("StreamWaitEvent", (self.stream_wait_event)(q.side, q.ready, 0))?;
+            status("MemcpyAsync", (self.memcpy_async)(dst.cast(), src, bytes, DEVICE_TO_HOST, q.side))?;
+            status("EventRecord", (self.event_record)(q.done, q.side))
+        }
+    }
+
+    /// Makes `stream`'s later work wait for `event` (never blocks the host).
+    ///
+    /// # Safety
+    /// A stream and an event of the runtime.
+    pub unsafe fn wait(&self, stream: *mut c_void, event: *mut c_void) -> Result<(), CallError> {
+        // SAFETY: per contract.
+        status("StreamWaitEvent", unsafe { (self.stream_wait_event)(stream, event, 0) })
+    }
+
+    /// Whether `event` has completed: `Ok(false)` while it has not.
+    ///
+    /// # Safety
+    /// An event of the runtime.
+    pub unsafe fn done(&self, event: *mut c_void) -> Result<bool, CallError> {
+        // SAFETY: per contract.
+        match unsafe { (self.event_query)(event) } {
+            0 => Ok(true),
+            NOT_READY => Ok(false),
+            s => Err(("EventQuery", s)),
+        }
+    }
+
+    /// Blocks until `event` completes.
+    ///
+    /// # Safety
+    /// An event of the runtime.
+    pub unsafe fn finish(&self, event: *mut c_void) -> Result<(), CallError> {
+        // SAFETY: per contract.
+        status("EventSynchronize", unsafe { (self.event_synchronize)(event) })
+    }
 }
 
 /// `hipMemcpyDeviceToHost` and `cudaMemcpyDeviceToHost` are both 2.

@@ -24,17 +24,19 @@
 //! through the host's own ggml functions. Every entry point is a no-op while inactive.
 #![allow(clippy::missing_safety_doc)]
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int, c_void};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Once, OnceLock};
 
 use roctx_config::log;
-use roctx_kernels::OpDescriptor;
+use roctx_kernels::{GeometryKey, OpDescriptor};
 use roctx_sys::ggml::{Api, DeviceCopy, Tensor, MAX_SRC};
 
 use super::guard;
-use crate::listener::kernels;
+use crate::listener::{kernels, moe};
 use crate::runtime;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -111,21 +113,120 @@ pub extern "C" fn ggml_cuda_roofline_reset() {
 pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, stream: *mut c_void) {
     guard((), || {
         let Some(api) = active() else { return };
+        // The last read-back's copy before anything of this op is enqueued.
+        moe::before_op();
         // SAFETY: a node of the graph being computed, valid for the call (contract).
-        let Some(desc) = (unsafe { describe(api, node) }) else { return };
-        let moe = (desc.op == "MUL_MAT_ID").then_some(desc.n_experts);
-        let id = roctx_kernels::begin_invocation(desc);
+        let Some((id, moe)) = (unsafe { begin(api, node) }) else { return };
         let (_, range) = kernels::current_scope();
         if let (Some(n_experts), false, true) = (moe, stream.is_null(), id != 0) {
             // The sentinel first: what the read-back enqueues belongs to no op.
             kernels::set_scope(0, range);
             // SAFETY: the node, its sources and `stream` are the backend's, valid for the call.
-            if let Some(routing) = unsafe { read_routing(api, node, stream, n_experts) } {
-                roctx_kernels::set_expert_routing(id, routing);
-            }
+            unsafe { read_routing(api, node, stream, n_experts, id) };
         }
         kernels::set_scope(id, range);
     })
+}
+
+/// The geometries of the node layouts a thread has begun, by the bytes that decide a node's
+/// descriptor ([`node_key`]): a node seen before (every node of every token after the first)
+/// skips reading its tensors through ggml's functions, building the descriptor's strings and
+/// hashing it in the store (most of what an op scope cost on the host: `perf`, issue 28).
+struct GeometryCache {
+    map: HashMap<Box<[u8]>, Remembered, BuildHasherDefault<WordHasher>>,
+    key: Vec<u8>,
+}
+
+/// A layout's geometry, and its expert count if it is a `MUL_MAT_ID`.
+type Remembered = (GeometryKey, Option<u64>);
+
+/// Layouts kept per thread; past it the cache starts over.
+const CACHE_LAYOUTS: usize = 4096;
+
+thread_local! {
+    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), key: Vec::with_capacity(1024) });
+}
+
+/// An FxHash-style hasher over 8-byte words (the keys are our own bytes, not an attacker's).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The bytes of `t` that decide its descriptor: its type, shape, strides, op and op params
+/// (ggml's op name reads them: UNARY, GLU), name, and each source's type, shape and strides.
+///
+/// # Safety
+/// `t`'s sources are null or valid tensors.
+unsafe fn node_key(t: &Tensor, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&t.type_.to_le_bytes());
+    t.ne.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
+    t.nb.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
+    out.extend_from_slice(&t.op.to_le_bytes());
+    t.op_params.iter().for_each(|p| out.extend_from_slice(&p.to_le_bytes()));
+    out.extend(t.name.iter().map(|&c| c as u8));
+    // SAFETY: per contract.
+    for &s in unsafe { sources(t) } {
+        // SAFETY: per contract.
+        match unsafe { s.as_ref() } {
+            None => out.push(0),
+            Some(st) => {
+                out.push(1);
+                out.extend_from_slice(&st.type_.to_le_bytes());
+                st.ne.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
+                st.nb.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
+            }
+        }
+    }
+}
+
+/// Begins the invocation of `node`: (its id, the expert count if it is a `MUL_MAT_ID`), or
+/// `None` for a null node.
+///
+/// # Safety
+/// `node` must be null or a valid tensor whose sources are valid tensors.
+unsafe fn begin(api: &Api, node: *const Tensor) -> Option<(u32, Option<u64>)> {
+    // SAFETY: per contract.
+    let t = unsafe { node.as_ref() }?;
+    let cached = CACHE.try_with(|c| {
+        let mut c = c.borrow_mut();
+        let c = &mut *c;
+        // SAFETY: per contract.
+        unsafe { node_key(t, &mut c.key) };
+        c.map.get(c.key.as_slice()).copied()
+    });
+    if let Ok(Some((key, moe))) = cached {
+        if let Some(id) = roctx_kernels::begin_invocation_at(key) {
+            return Some((id, moe));
+        }
+    }
+    // SAFETY: per contract.
+    let desc = unsafe { describe(api, node) }?;
+    let moe = (desc.op == "MUL_MAT_ID").then_some(desc.n_experts);
+    let (id, key) = roctx_kernels::begin_invocation_keyed(desc);
+    if let Some(key) = key {
+        let _ = CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.map.len() >= CACHE_LAYOUTS {
+                c.map.clear();
+            }
+            let bytes: Box<[u8]> = c.key.as_slice().into();
+            c.map.insert(bytes, (key, moe));
+        });
+    }
+    Some((id, moe))
 }
 
 /// `ggml_cuda_roofline_fuse_ops`.
@@ -153,62 +254,49 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
     })
 }
 
-/// The (token, slot) routings per expert of a `MUL_MAT_ID` node: its ids tensor (`src[2]`,
-/// `i32`, `[top_k, n_tokens]`) copied to the host after `stream` finished producing it. `None`
-/// (and a warning, once) when there are no ids, they are not `i32`, or the runtime fails.
+/// Reads the routing of `invocation`, a `MUL_MAT_ID` node: its ids tensor (`src[2]`, `i32`,
+/// `[top_k, n_tokens]`) as `stream` produces it, counted into the kernel stage per expert. Never
+/// blocking where the runtime allows ([`moe`]: a copy on a side stream, counted later), else
+/// synchronizing the stream and copying. Nothing (and a warning, once) when there are no ids,
+/// they are not `i32`, or the runtime fails: the row keeps the shape bound.
 ///
 /// # Safety
 /// `node` must be a valid tensor whose sources are valid tensors, and `stream` a stream of the
 /// process's GPU runtime.
-unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_experts: u64) -> Option<Vec<u64>> {
+unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_experts: u64, invocation: u32) {
     static WARNED: std::sync::Once = std::sync::Once::new();
-    let copy = DEVICE_COPY.get().copied().flatten()?;
     // SAFETY: per contract.
-    let ids_ptr = unsafe { node.as_ref() }?.src[2];
+    let Some(ids_ptr) = (unsafe { node.as_ref() }).map(|n| n.src[2]) else { return };
     // SAFETY: per contract (a null source is no ids).
-    let ids = unsafe { ids_ptr.as_ref() }?;
+    let Some(ids) = (unsafe { ids_ptr.as_ref() }) else { return };
     // SAFETY: ggml's function on a valid type id returns a static string.
     if unsafe { Api::text((api.type_name)(ids.type_)) } != "i32" || ids.data.is_null() || n_experts == 0 || n_experts > MAX_EXPERTS {
-        return None;
+        return;
     }
-    let ne: Vec<u64> = ids.ne.iter().map(|&n| u64::try_from(n).unwrap_or(0)).collect();
-    let count = ne.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n)).filter(|&c| c > 0 && c <= MAX_IDS)?;
+    let ne = ids.ne.map(|n| u64::try_from(n).unwrap_or(0));
+    if ne.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n)).filter(|&c| c > 0 && c <= MAX_IDS).is_none() {
+        return;
+    }
     // SAFETY: per contract.
     let bytes = unsafe { (api.nbytes)(ids_ptr) };
     if bytes == 0 || bytes > MAX_IDS_BYTES {
-        return None;
+        return;
     }
+    let layout = moe::IdsLayout { ne, nb: ids.nb.map(|b| b as u64), bytes, n_experts };
+    if moe::available() {
+        // SAFETY: the ids' device memory spans `ggml_nbytes` bytes and is produced on `stream`;
+        // the next op of this thread waits for the copy before anything can overwrite it.
+        unsafe { moe::start(invocation, stream, ids.data, layout) };
+        return;
+    }
+    let Some(copy) = DEVICE_COPY.get().copied().flatten() else { return };
     // SAFETY: the ids' device memory spans `ggml_nbytes` bytes; `stream` per contract.
-    let host = match unsafe { copy.read(stream, ids.data, bytes) } {
-        Ok(host) => host,
-        Err((call, status)) => {
-            WARNED.call_once(|| {
-                log::warn(format_args!("roofline: MoE read-back failed ({}{call} returned {status}); MUL_MAT_ID rows keep experts_used 0", copy.runtime));
-            });
-            return None;
-        }
-    };
-    let mut routing = vec![0u64; usize::try_from(n_experts).ok()?];
-    let mut index = [0u64; 4];
-    for _ in 0..count {
-        let offset = (0..4).try_fold(0u64, |acc, d| acc.checked_add(index[d].checked_mul(ids.nb[d] as u64)?));
-        let value = offset
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| host.get(o..o.checked_add(4)?))
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        if let Some(e) = value.and_then(|v| usize::try_from(v).ok()).filter(|&e| e < routing.len()) {
-            routing[e] += 1;
-        }
-        // Next index, dimension 0 fastest.
-        for d in 0..4 {
-            index[d] += 1;
-            if index[d] < ne[d] {
-                break;
-            }
-            index[d] = 0;
-        }
+    match unsafe { copy.read(stream, ids.data, bytes) } {
+        Ok(host) => moe::record_routing(invocation, &host, &layout),
+        Err((call, status)) => WARNED.call_once(|| {
+            log::warn(format_args!("roofline: MoE read-back failed ({}{call} returned {status}); MUL_MAT_ID rows keep experts_used 0", copy.runtime));
+        }),
     }
-    Some(routing)
 }
 
 /// The sources of `t`, up to the last non-null one (null slots kept as null).

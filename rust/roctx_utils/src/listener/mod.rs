@@ -15,6 +15,7 @@
 
 pub mod cupti;
 pub mod kernels;
+pub mod moe;
 pub mod tool;
 
 use std::ffi::c_void;

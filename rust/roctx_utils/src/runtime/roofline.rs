@@ -13,6 +13,7 @@ use crate::listener;
 /// counter are kept).
 pub fn reset() {
     listener::kernels::flush();
+    listener::moe::resolve_all();
     roctx_kernels::reset();
 }
 
@@ -20,6 +21,7 @@ pub fn reset() {
 /// llama.cpp summary line, or what failed with the path and the reason. Returns whether it wrote.
 pub fn write(path: &Path) -> bool {
     listener::kernels::flush();
+    listener::moe::resolve_all();
     let snapshot = roctx_kernels::snapshot();
     let report = roctx_roofline::build::report(&snapshot);
     let json = match report.to_json() {
@@ -56,7 +58,13 @@ fn losses(s: &roctx_kernels::KernelStats) -> String {
         (s.names_too_long, "kernel names kept mangled (demangled, over 64 KiB)"),
         (s.invocations_over_cap, "ops over the op cap since the last reset"),
     ];
-    let parts: Vec<String> = lost.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
+    let moe = listener::moe::losses();
+    let moe_lost = [
+        (moe.ring_full, "MUL_MAT_ID routings not read (all read-back slots in flight: those rows keep the shape bound)"),
+        (moe.failed, "MUL_MAT_ID routings not read (a GPU runtime call failed)"),
+        (moe.invalid, "MUL_MAT_ID routings not read (ids out of range)"),
+    ];
+    let parts: Vec<String> = lost.iter().chain(&moe_lost).filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
     if parts.is_empty() { String::new() } else { format!("; LOST: {}", parts.join(", ")) }
 }
 

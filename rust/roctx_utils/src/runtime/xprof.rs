@@ -15,6 +15,8 @@ use crate::export;
 
 /// The exportable trace of `snapshot`, with the kernels of the kernel stage and their op costs.
 pub fn trace(snapshot: &Snapshot) -> Trace {
+    // The op costs use each MUL_MAT_ID's routing: count the read-backs still in flight.
+    crate::listener::moe::resolve_all();
     let kernels = roctx_kernels::snapshot();
     let mut t = export::trace_with_kernels(snapshot, &kernels);
     add_op_costs(&mut t, &kernels);

@@ -1,0 +1,82 @@
+// llama.cpp's hooks (ggml_cuda_roofline_*) per op, on the host, kernels traced (issue 28): what
+// `begin_op` costs a launch-bound op before its kernel is even launched. This binary plays ggml
+// (cc_tests/ggml_stand_in.h) and the HIP runtime of the MoE read-back (cc_tests/fake_hip_async.h,
+// everything synchronous), with GGML_ROOFLINE_OUT set and the fake rocprofiler-sdk as the SDK
+// (scripts/bench_ggml_hooks.sh sets the environment). No kernel is dispatched: this is the hook's
+// own part of an op. The store is reset, untimed, every 256k ops so its maps stay bounded.
+//   BM_BeginOpAdd     begin_op of an ADD f32[4096] (two sources), ops back to back
+//   BM_BeginOpMulMat  begin_op of a decode MUL_MAT q4_K[4096,14336] x f32[4096]
+//   BM_BeginOpMoe     begin_op of a MUL_MAT_ID q4_K[2048,768,128] (top-8, 1 token): the op scope
+//                     plus the non-blocking read-back (4 runtime calls, a slot of the ring; the
+//                     previous one resolved when its event is polled)
+#include <cstdint>
+
+#include "benchmark/benchmark.h"
+#include "cc_tests/fake_hip_async.h"
+#include "cc_tests/ggml_stand_in.h"
+
+namespace {
+
+using ggml_stand_in::Tensor;
+
+void Init() {
+  static const bool once = [] {
+    fake_hip::Quiet(true);
+    ggml_cuda_roofline_init();
+    ggml_cuda_roofline_set_device("gfx942");
+    return true;
+  }();
+  (void)once;
+}
+
+void Run(benchmark::State& state, ggml_tensor* node) {
+  Init();
+  int stream = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    ggml_cuda_roofline_begin_op(node, &stream);
+    if (++n % (256 * 1024) == 0) {
+      state.PauseTiming();
+      ggml_cuda_roofline_reset();
+      state.ResumeTiming();
+    }
+  }
+}
+
+void BM_BeginOpAdd(benchmark::State& state) {
+  ggml_tensor a = Tensor(kF32, {4096, 1}), b = Tensor(kF32, {4096, 1});
+  ggml_tensor add = Tensor(kF32, {4096, 1}, "l_out-0");
+  add.op = kOpAdd;
+  add.src[0] = &a;
+  add.src[1] = &b;
+  Run(state, &add);
+}
+BENCHMARK(BM_BeginOpAdd);
+
+void BM_BeginOpMulMat(benchmark::State& state) {
+  ggml_tensor w = Tensor(kQ4K, {4096, 14336}, "blk.0.ffn_down.weight"), x = Tensor(kF32, {4096, 1});
+  ggml_tensor mm = Tensor(kF32, {14336, 1}, "ffn_out-0");
+  mm.op = kOpMulMat;
+  mm.src[0] = &w;
+  mm.src[1] = &x;
+  Run(state, &mm);
+}
+BENCHMARK(BM_BeginOpMulMat);
+
+void BM_BeginOpMoe(benchmark::State& state) {
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 128}), in = Tensor(kF32, {2048, 1, 1});
+  ggml_tensor ids = Tensor(kI32, {8, 1});
+  int32_t routing[8] = {3, 17, 42, 64, 90, 101, 120, 127};
+  ids.data = routing;
+  ggml_tensor moe = Tensor(kF32, {768, 8, 1}, "ffn_moe_down-0");
+  moe.op = kOpMulMatId;
+  moe.src[0] = &experts;
+  moe.src[1] = &in;
+  moe.src[2] = &ids;
+  Run(state, &moe);
+}
+BENCHMARK(BM_BeginOpMoe);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,326 @@
+//! The routing of `MUL_MAT_ID` ops (roofline.md 5.4), read back without blocking the stream or
+//! the host (issue 28): at the op's `begin_op`, before its kernels are enqueued, the ids tensor
+//! is copied on a side stream into a slot of a ring of pinned host buffers, between an event
+//! recorded on the op's stream (`ready`: the ids are produced) and one after the copy (`done`).
+//! The op's kernels run meanwhile; the op's stream waits for `done` only before the next op of
+//! the thread is enqueued ([`before_op`]), so a later op cannot overwrite the ids before they
+//! are copied, and the wait costs the device nothing once the copy is done. Slots are resolved
+//! (routing counted into the kernel stage) when their `done` has completed: polled at each
+//! `MUL_MAT_ID`, and all of them at a flush ([`resolve_all`]: a roofline reset or write, an
+//! XSpace write).
+//!
+//! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse. Past that, or when a runtime call fails, or the ids
+//! read back are out of range, the op keeps `experts_used` 0 (the report's shape bound), and
+//! the count is reported ([`losses`]). The blocking read-back (stream synchronize and copy)
+//! remains only for a runtime without these calls.
+//!
+//! One lock, taken only on the `MUL_MAT_ID` path and at flushes (ggml-cuda computes a graph on
+//! one thread per device); the per-op part ([`before_op`]) is a thread-local check.
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use roctx_config::log;
+use roctx_sys::ggml::{AsyncCopy, CallError, Queues};
+
+/// Copies in flight at most: the host enqueues a whole graph ahead of the GPU (H200,
+/// `test-backend-ops perf` of a 512-token MUL_MAT_ID: 64 were not enough for 42 of 74,047 ops).
+pub const SLOTS: usize = 1024;
+/// The smallest pinned buffer a slot allocates (a decode step's ids are tens of bytes).
+const MIN_SLOT_BYTES: usize = 4096;
+
+/// Where the ids' elements are in their bytes: `ggml_tensor`'s `ne` and `nb` (dimension 0
+/// fastest), the byte count to copy, and the expert count of the op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdsLayout {
+    /// Elements per dimension.
+    pub ne: [u64; 4],
+    /// Byte stride per dimension.
+    pub nb: [u64; 4],
+    /// Bytes to copy (`ggml_nbytes`).
+    pub bytes: usize,
+    /// The op's experts: an id must be below it.
+    pub n_experts: u64,
+}
+
+/// Tokens routed to each expert, from the ids' bytes: `None` if any id is out of range (the
+/// bytes are not this op's routing) or an element lies outside `host`.
+pub fn routing_from_ids(host: &[u8], layout: &IdsLayout) -> Option<Vec<u64>> {
+    let mut routing = vec![0u64; usize::try_from(layout.n_experts).ok()?];
+    let count = layout.ne.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))?;
+    let mut index = [0u64; 4];
+    for _ in 0..count {
+        let offset = (0..4).try_fold(0u64, |acc, d| acc.checked_add(index[d].checked_mul(layout.nb[d])?))?;
+        let o = usize::try_from(offset).ok()?;
+        let b = host.get(o..o.checked_add(4)?)?;
+        let e = usize::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok().filter(|&e| e < routing.len())?;
+        routing[e] += 1;
+        // Next index, dimension 0 fastest.
+        for (i, &n) in index.iter_mut().zip(&layout.ne) {
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    Some(routing)
+}
+
+/// Counts `host` (the ids of `invocation`) into the kernel stage, or the op as `invalid`.
+pub fn record_routing(invocation: u32, host: &[u8], layout: &IdsLayout) {
+    match routing_from_ids(host, layout) {
+        Some(routing) => roctx_kernels::set_expert_routing(invocation, routing),
+        None => {
+            INVALID.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the read-back could not count, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Ops while every slot was in flight.
+    pub ring_full: u64,
+    /// Ops whose copy could not be enqueued or completed (a runtime call failed).
+    pub failed: u64,
+    /// Ops whose ids read back were out of range.
+    pub invalid: u64,
+}
+
+static RING_FULL: AtomicU64 = AtomicU64::new(0);
+static FAILED: AtomicU64 = AtomicU64::new(0);
+static INVALID: AtomicU64 = AtomicU64::new(0);
+
+/// What the read-back has lost since the process started.
+pub fn losses() -> Losses {
+    Losses { ring_full: RING_FULL.load(Ordering::Relaxed), failed: FAILED.load(Ordering::Relaxed), invalid: INVALID.load(Ordering::Relaxed) }
+}
+
+struct Slot {
+    device: i32,
+    ready: *mut c_void,
+    done: *mut c_void,
+    host: *mut u8,
+    cap: usize,
+    /// The op whose ids are in flight into `host`, and their layout.
+    job: Option<(u32, IdsLayout)>,
+}
+
+struct Ring {
+    copy: AsyncCopy,
+    slots: Vec<Slot>,
+    /// Slots in flight, oldest first.
+    pending: VecDeque<usize>,
+    /// A side stream per device.
+    side: HashMap<i32, usize>,
+}
+
+// SAFETY: the raw pointers are runtime handles and pinned buffers owned by the ring, used only
+// under its lock.
+unsafe impl Send for Ring {}
+
+static COPY: OnceLock<Option<AsyncCopy>> = OnceLock::new();
+static RING: Mutex<Option<Ring>> = Mutex::new(None);
+
+thread_local! {
+    /// The (stream, `done` event) the thread's next op must wait for; (0, 0): none.
+    static WAIT: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// Whether the process's GPU runtime has what the non-blocking read-back needs.
+pub fn available() -> bool {
+    COPY.get_or_init(AsyncCopy::find).is_some()
+}
+
+fn warn_once(why: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {why}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+}
+
+/// Before an op's kernels are enqueued on this thread: the stream of the last read-back's ids
+/// waits for its copy (a no-op on the device once the copy is done).
+pub fn before_op() {
+    let Ok((stream, event)) = WAIT.try_with(|w| w.replace((0, 0))) else { return };
+    if event == 0 {
+        return;
+    }
+    let Some(copy) = COPY.get().copied().flatten() else { return };
+    // SAFETY: a stream the host gave us with a `done` event of the ring, recorded on the
+    // stream's device.
+    if let Err((call, status)) = unsafe { copy.wait(stream as *mut c_void, event as *mut c_void) } {
+        warn_once(&format!("{}{call} returned {status}", copy.runtime));
+    }
+}
+
+/// Starts the read-back of `invocation`'s ids (`src`, laid out as `layout`), produced on
+/// `stream`. Returns false if it could not start (and counts why).
+///
+/// # Safety
+/// `stream` is a stream of the process's runtime on the current device, `src` device memory
+/// readable for `layout.bytes`, and nothing overwrites it before the thread's next op.
+pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, layout: IdsLayout) -> bool {
+    let Some(copy) = COPY.get_or_init(AsyncCopy::find).as_ref().copied() else { return false };
+    // The read-backs still in flight at exit are counted before the GPU runtime tears down
+    // (its events and pinned memory go with it: `cudaErrorCudartUnloading` on the H200 when
+    // they were counted by the report's own exit hook, registered before the runtime's).
+    // Registered now, after the runtime's, so it runs before it.
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| roctx_sys::os::at_exit(resolve_at_exit));
+    let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
+    let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), pending: VecDeque::new(), side: HashMap::new() });
+    ring.resolve(false);
+    let slot = match ring.free_slot() {
+        Some(slot) => slot,
+        None => {
+            RING_FULL.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+    };
+    // SAFETY: per contract.
+    match unsafe { ring.enqueue(slot, stream, src, layout) } {
+        Ok(done) => {
+            ring.slots[slot].job = Some((invocation, layout));
+            ring.pending.push_back(slot);
+            let _ = WAIT.try_with(|w| w.set((stream as usize, done as usize)));
+            true
+        }
+        Err((call, status)) => {
+            FAILED.fetch_add(1, Ordering::Relaxed);
+            warn_once(&format!("{}{call} returned {status}", copy.runtime));
+            false
+        }
+    }
+}
+
+/// Counts every read-back in flight into the kernel stage, waiting for those not done (a
+/// flush: a roofline reset or write, an XSpace write).
+pub fn resolve_all() {
+    let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(ring) = guard.as_mut() {
+        ring.resolve(true);
+    }
+}
+
+extern "C" fn resolve_at_exit() {
+    // A fork child has none of the parent's streams or events (and its lock may be held by a
+    // thread that does not exist in it).
+    if !roctx_sys::os::is_fork_child() {
+        roctx_sys::guard((), resolve_all);
+    }
+}
+
+impl Ring {
+    /// A slot with no copy in flight: a free one, or a new one while under [`SLOTS`].
+    fn free_slot(&mut self) -> Option<usize> {
+        if let Some(i) = self.slots.iter().position(|s| s.job.is_none()) {
+            return Some(i);
+        }
+        if self.slots.len() < SLOTS {
+            self.slots.push(Slot { device: -1, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None });
+            return Some(self.slots.len() - 1);
+        }
+        None
+    }
+
+    /// Readies slot `i` for this device and size, then enqueues the copy; returns its `done`.
+    ///
+    /// # Safety
+    /// As [`start`].
+    unsafe fn enqueue(&mut self, i: usize, stream: *mut c_void, src: *const c_void, layout: IdsLayout) -> Result<*mut c_void, CallError> {
+        let copy = self.copy;
+        let device = copy.device()?;
+        let side = match self.side.get(&device) {
+            Some(&s) => s as *mut c_void,
+            None => {
+                let s = copy.stream()?;
+                self.side.insert(device, s as usize);
+                s
+            }
+        };
+        let slot = &mut self.slots[i];
+        if slot.device != device {
+            // Events belong to the device they were created on; a slot's old ones are left to
+            // the runtime (a process uses few devices).
+            slot.ready = copy.event()?;
+            slot.done = copy.event()?;
+            slot.device = device;
+        }
+        if slot.cap < layout.bytes {
+            let cap = layout.bytes.max(MIN_SLOT_BYTES).next_power_of_two();
+            let host = copy.host_alloc(cap)?;
+            if !slot.host.is_null() {
+                // SAFETY: the slot's buffer, with no copy in flight (it is free).
+                unsafe { copy.host_free(slot.host) };
+            }
+            slot.host = host;
+            slot.cap = cap;
+        }
+        let queues = Queues { stream, ready: slot.ready, side, done: slot.done };
+        // SAFETY: events and side stream of this device, a pinned buffer of `cap` bytes; the
+        // source per contract.
+        unsafe { copy.enqueue(&queues, slot.host, src, layout.bytes) }?;
+        Ok(slot.done)
+    }
+
+    /// Counts the routing of every slot whose copy is done, oldest first: until the first not
+    /// done, or (`wait`) all of them.
+    fn resolve(&mut self, wait: bool) {
+        let copy = self.copy;
+        while let Some(&i) = self.pending.front() {
+            let slot = &mut self.slots[i];
+            let finished = if wait {
+                // SAFETY: an event of the ring.
+                unsafe { copy.finish(slot.done) }.map(|()| true)
+            } else {
+                // SAFETY: as above.
+                unsafe { copy.done(slot.done) }
+            };
+            match finished {
+                Ok(false) => break,
+                Ok(true) => {
+                    if let Some((invocation, layout)) = slot.job.take() {
+                        // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
+                        record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
+                    }
+                }
+                Err((call, status)) => {
+                    slot.job = None;
+                    FAILED.fetch_add(1, Ordering::Relaxed);
+                    warn_once(&format!("{}{call} returned {status}", copy.runtime));
+                }
+            }
+            self.pending.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(ne: [u64; 4], n_experts: u64) -> IdsLayout {
+        let nb = [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]];
+        IdsLayout { ne, nb, bytes: (4 * ne.iter().product::<u64>()) as usize, n_experts }
+    }
+
+    fn bytes(ids: &[i32]) -> Vec<u8> {
+        ids.iter().flat_map(|i| i.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn routing_counts_tokens_per_expert_and_refuses_ids_out_of_range() {
+        // top_k 2, 5 tokens, 8 experts: 0 three times, 3 four, 5 twice, 7 once.
+        let ids = [0, 3, 3, 5, 0, 3, 5, 0, 3, 7];
+        assert_eq!(routing_from_ids(&bytes(&ids), &layout([2, 5, 1, 1], 8)), Some(vec![3, 0, 0, 4, 0, 2, 0, 1]));
+        assert_eq!(routing_from_ids(&bytes(&[0, 8]), &layout([2, 1, 1, 1], 8)), None, "8 is no expert of 8");
+        assert_eq!(routing_from_ids(&bytes(&[0, -1]), &layout([2, 1, 1, 1], 8)), None);
+        assert_eq!(routing_from_ids(&bytes(&[0]), &layout([2, 1, 1, 1], 8)), None, "an element past the bytes");
+        // A strided view: every other i32 of the bytes.
+        let strided = IdsLayout { ne: [2, 1, 1, 1], nb: [8, 16, 16, 16], bytes: 16, n_experts: 4 };
+        assert_eq!(routing_from_ids(&bytes(&[1, 99, 2, 99]), &strided), Some(vec![0, 1, 1, 0]));
+    }
+}
