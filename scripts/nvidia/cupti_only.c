@@ -1,0 +1,86 @@
+/* The vendor's own kernel tracing, nothing of ours (scripts/nvidia/llama_overhead.sh's `cupti`
+ * configuration): LD_PRELOAD'ed, it turns on CUPTI's activity API with the kinds and API-record
+ * filter roctx_utils uses (CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET, RUNTIME and DRIVER records
+ * for the functions that enqueue GPU work only) and drops the records, so `hook - cupti` is what
+ * roctx_utils adds on top of CUPTI's own cost. CUPTI is dlopen'ed from $CUPTI_ONLY_LIBRARY;
+ * its functions are declared here with CUPTI's signatures (cupti_activity.h, cupti_callbacks.h).
+ *
+ *   gcc -O2 -shared -fPIC -o libcupti_only.so scripts/nvidia/cupti_only.c -ldl
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*Register)(void (*)(uint8_t**, size_t*, size_t*), void (*)(void*, uint32_t, uint8_t*, size_t, size_t));
+typedef int (*Kind)(int);
+typedef int (*EnableApi)(uint32_t, uint8_t);
+typedef int (*Name)(uint32_t, uint32_t, const char**);
+typedef int (*FlushAll)(uint32_t);
+
+static FlushAll g_flush_all;
+
+static void requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 64 << 10; /* as roctx_utils' */
+  *buffer = aligned_alloc(8, *size);
+  *max_records = 0;
+}
+
+static void completed(void* context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
+  (void)context, (void)stream, (void)size, (void)valid;
+  free(buffer);
+}
+
+static int enqueues_gpu_work(const char* name) {
+  static const char* prefixes[] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
+                                   "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"};
+  for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); ++i) {
+    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  }
+  return 0;
+}
+
+__attribute__((constructor)) static void start(void) {
+  const char* path = getenv("CUPTI_ONLY_LIBRARY");
+  void* lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (lib == NULL) {
+    fprintf(stderr, "cupti_only: no CUPTI (%s)\n", path ? dlerror() : "CUPTI_ONLY_LIBRARY unset");
+    return;
+  }
+  Register reg = (Register)dlsym(lib, "cuptiActivityRegisterCallbacks");
+  Kind enable = (Kind)dlsym(lib, "cuptiActivityEnable");
+  EnableApi runtime = (EnableApi)dlsym(lib, "cuptiActivityEnableRuntimeApi");
+  EnableApi driver = (EnableApi)dlsym(lib, "cuptiActivityEnableDriverApi");
+  Name name = (Name)dlsym(lib, "cuptiGetCallbackName");
+  g_flush_all = (FlushAll)dlsym(lib, "cuptiActivityFlushAll");
+  if (!reg || !enable || !runtime || !driver || !name || !g_flush_all) {
+    fprintf(stderr, "cupti_only: CUPTI lacks a function\n");
+    return;
+  }
+  reg(requested, completed);
+  const int kinds[] = {10, 5, 4, 1, 22, 2}; /* CONCURRENT_KERNEL RUNTIME DRIVER MEMCPY MEMCPY2 MEMSET */
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) enable(kinds[i]);
+  unsigned kept = 0, off = 0;
+  for (uint32_t domain = 1; domain <= 2; ++domain) { /* DRIVER_API 1, RUNTIME_API 2 */
+    EnableApi set = domain == 1 ? driver : runtime;
+    for (uint32_t cbid = 1, misses = 0; cbid < 4096 && misses <= 64; ++cbid) {
+      const char* n = NULL;
+      if (name(domain, cbid, &n) != 0 || n == NULL) {
+        ++misses;
+        continue;
+      }
+      misses = 0;
+      if (enqueues_gpu_work(n)) {
+        ++kept;
+      } else if (set(cbid, 0) == 0) {
+        ++off;
+      }
+    }
+  }
+  fprintf(stderr, "cupti_only: tracing; API records kept for %u functions, off for %u\n", kept, off);
+}
+
+__attribute__((destructor)) static void stop(void) {
+  if (g_flush_all) g_flush_all(1);
+}
