@@ -217,6 +217,45 @@ TEST(GgmlRoofline, MoeReadBackCountsTheRoutedExpertsWithoutBlockingAndItsCopyIsN
   EXPECT_NE(o.err.find("LOST: 1 MUL_MAT_ID routings not read (a GPU runtime call failed)"), std::string::npos) << o.err;
 }
 
+// A prefill's routing larger than a slot's 16 KiB piece (600 tokens, top-8: 19,200 bytes) gets a
+// pinned buffer of its own; a decode's fits the piece. Both exact.
+int MoeLargeRouting() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 128});
+  std::vector<int32_t> routing(8 * 600);
+  for (size_t i = 0; i < routing.size(); ++i) routing[i] = static_cast<int32_t>(i % 128);
+  int stream = 0;
+  for (int64_t tokens : {600, 1}) {
+    ggml_tensor in = Tensor(kF32, {2048, 1, tokens}), ids = Tensor(kI32, {8, tokens});
+    ids.data = routing.data();
+    ggml_tensor moe = Tensor(kF32, {768, 8, tokens});
+    moe.op = kOpMulMatId;
+    moe.src[0] = &experts;
+    moe.src[1] = &in;
+    moe.src[2] = &ids;
+    ggml_cuda_roofline_begin_op(&moe, &stream);
+    dispatch(2, tokens * 1000, tokens * 1000 + 500, 1, 1);
+  }
+  return 0;
+}
+
+TEST(GgmlRoofline, ALargeRoutingIsReadBackWholeToo) {
+  const Outcome o = InChild("moe_large", kActive, MoeLargeRouting);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::string compact;
+  for (char c : o.report) {
+    if (c != ' ' && c != '\n') compact += c;
+  }
+  // 4,800 routings over 128 experts: 37 or 38 each (i % 128); the decode: experts 0-7 once.
+  EXPECT_NE(compact.find("\"tokens_per_expert\":[38,38,38,38"), std::string::npos) << o.report.substr(0, 2000);
+  EXPECT_NE(compact.find("\"tokens_per_expert\":[1,1,1,1,1,1,1,1,0,0"), std::string::npos) << o.report.substr(0, 2000);
+  EXPECT_NE(o.report.find("\"experts_used\": 128"), std::string::npos);
+  EXPECT_NE(o.report.find("\"experts_used\": 8"), std::string::npos);
+  EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
+}
+
 // 1,030 MoE ops while no copy completes: 1,024 in flight (the ring's size), the other 6 keep the
 // shape bound, visibly; the 1,024 are counted at the report (their events waited for then), none
 // before.

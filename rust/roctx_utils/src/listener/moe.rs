@@ -9,7 +9,8 @@
 //! `MUL_MAT_ID`, and all of them at a flush ([`resolve_all`]: a roofline reset or write, an
 //! XSpace write).
 //!
-//! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse. Past that, or when a runtime call fails, or the ids
+//! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse (taken 64 at a
+//! time from one allocation, never freed: that would synchronize the device). Past that, or when a runtime call fails, or the ids
 //! read back are out of range, the op keeps `experts_used` 0 (the report's shape bound), and
 //! the count is reported ([`losses`]). The blocking read-back (stream synchronize and copy)
 //! remains only for a runtime without these calls.
@@ -29,8 +30,12 @@ use roctx_sys::ggml::{AsyncCopy, CallError, Queues};
 /// Copies in flight at most: the host enqueues a whole graph ahead of the GPU (H200,
 /// `test-backend-ops perf` of a 512-token MUL_MAT_ID: 64 were not enough for 42 of 74,047 ops).
 pub const SLOTS: usize = 1024;
-/// The smallest pinned buffer a slot allocates (a decode step's ids are tens of bytes).
-const MIN_SLOT_BYTES: usize = 4096;
+/// A slot's pinned buffer: ids of up to 4,096 elements (512 tokens of a top-8 MoE), handed out
+/// from chunks of [`CHUNK_SLOTS`] per allocation; larger ids get a buffer of their own.
+const SLOT_BYTES: usize = 16 << 10;
+/// Slots per pinned allocation: pinning is slow (one allocation per slot cost the first 1,024
+/// MoE ops of a 512-token run 40 us each on the H200).
+const CHUNK_SLOTS: usize = 64;
 
 /// Where the ids' elements are in their bytes: `ggml_tensor`'s `ne` and `nb` (dimension 0
 /// fastest), the byte count to copy, and the expert count of the op.
@@ -117,6 +122,9 @@ struct Ring {
     pending: VecDeque<usize>,
     /// A side stream per device.
     side: HashMap<i32, usize>,
+    /// The pinned chunk slots take their buffers from, and how many pieces it has left.
+    chunk: *mut u8,
+    chunk_left: usize,
 }
 
 // SAFETY: the raw pointers are runtime handles and pinned buffers owned by the ring, used only
@@ -171,7 +179,7 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
     static AT_EXIT: std::sync::Once = std::sync::Once::new();
     AT_EXIT.call_once(|| roctx_sys::os::at_exit(resolve_at_exit));
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
-    let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), pending: VecDeque::new(), side: HashMap::new() });
+    let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), pending: VecDeque::new(), side: HashMap::new(), chunk: std::ptr::null_mut(), chunk_left: 0 });
     ring.resolve(false);
     let slot = match ring.free_slot() {
         Some(slot) => slot,
@@ -249,21 +257,36 @@ impl Ring {
             slot.done = copy.event()?;
             slot.device = device;
         }
-        if slot.cap < layout.bytes {
-            let cap = layout.bytes.max(MIN_SLOT_BYTES).next_power_of_two();
-            let host = copy.host_alloc(cap)?;
-            if !slot.host.is_null() {
-                // SAFETY: the slot's buffer, with no copy in flight (it is free).
-                unsafe { copy.host_free(slot.host) };
-            }
-            slot.host = host;
-            slot.cap = cap;
+        if self.slots[i].cap < layout.bytes {
+            // A slot's old buffer is never freed: freeing pinned memory synchronizes the device.
+            // Bounded: 1,024 slots, each growing by powers of two.
+            let (host, cap) = if layout.bytes <= SLOT_BYTES {
+                (self.chunk_slot()?, SLOT_BYTES)
+            } else {
+                let cap = layout.bytes.next_power_of_two();
+                (copy.host_alloc(cap)?, cap)
+            };
+            self.slots[i].host = host;
+            self.slots[i].cap = cap;
         }
+        let slot = &self.slots[i];
         let queues = Queues { stream, ready: slot.ready, side, done: slot.done };
         // SAFETY: events and side stream of this device, a pinned buffer of `cap` bytes; the
         // source per contract.
         unsafe { copy.enqueue(&queues, slot.host, src, layout.bytes) }?;
         Ok(slot.done)
+    }
+
+    /// A [`SLOT_BYTES`] piece of the current pinned chunk, allocating the next chunk when it is
+    /// used up.
+    fn chunk_slot(&mut self) -> Result<*mut u8, CallError> {
+        if self.chunk_left == 0 {
+            self.chunk = self.copy.host_alloc(SLOT_BYTES * CHUNK_SLOTS)?;
+            self.chunk_left = CHUNK_SLOTS;
+        }
+        self.chunk_left -= 1;
+        // SAFETY: within the chunk: piece `CHUNK_SLOTS - 1 - chunk_left` of `CHUNK_SLOTS`.
+        Ok(unsafe { self.chunk.add((CHUNK_SLOTS - 1 - self.chunk_left) * SLOT_BYTES) })
     }
 
     /// Counts the routing of every slot whose copy is done, oldest first: until the first not
