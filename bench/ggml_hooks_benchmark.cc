@@ -17,6 +17,7 @@
 
 namespace {
 
+using ggml_stand_in::Node;
 using ggml_stand_in::Tensor;
 
 void Init() {
@@ -45,20 +46,14 @@ void Run(benchmark::State& state, ggml_tensor* node) {
 
 void BM_BeginOpAdd(benchmark::State& state) {
   ggml_tensor a = Tensor(kF32, {4096, 1}), b = Tensor(kF32, {4096, 1});
-  ggml_tensor add = Tensor(kF32, {4096, 1}, "l_out-0");
-  add.op = kOpAdd;
-  add.src[0] = &a;
-  add.src[1] = &b;
+  ggml_tensor add = Node(kOpAdd, kF32, {4096, 1}, {&a, &b}, "l_out-0");
   Run(state, &add);
 }
 BENCHMARK(BM_BeginOpAdd);
 
 void BM_BeginOpMulMat(benchmark::State& state) {
   ggml_tensor w = Tensor(kQ4K, {4096, 14336}, "blk.0.ffn_down.weight"), x = Tensor(kF32, {4096, 1});
-  ggml_tensor mm = Tensor(kF32, {14336, 1}, "ffn_out-0");
-  mm.op = kOpMulMat;
-  mm.src[0] = &w;
-  mm.src[1] = &x;
+  ggml_tensor mm = Node(kOpMulMat, kF32, {14336, 1}, {&w, &x}, "ffn_out-0");
   Run(state, &mm);
 }
 BENCHMARK(BM_BeginOpMulMat);
@@ -68,11 +63,7 @@ void BM_BeginOpMoe(benchmark::State& state) {
   ggml_tensor ids = Tensor(kI32, {8, 1});
   int32_t routing[8] = {3, 17, 42, 64, 90, 101, 120, 127};
   ids.data = routing;
-  ggml_tensor moe = Tensor(kF32, {768, 8, 1}, "ffn_moe_down-0");
-  moe.op = kOpMulMatId;
-  moe.src[0] = &experts;
-  moe.src[1] = &in;
-  moe.src[2] = &ids;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 8, 1}, {&experts, &in, &ids}, "ffn_moe_down-0");
   Run(state, &moe);
 }
 BENCHMARK(BM_BeginOpMoe);

@@ -49,6 +49,7 @@ __attribute__((visibility("default"))) int hipMemcpy(void* dst, const void* src,
 
 namespace {
 
+using ggml_stand_in::Node;
 using ggml_stand_in::Tensor;
 
 struct Outcome {
@@ -110,17 +111,9 @@ int DecodeStep() {
   ggml_tensor w = Tensor(kQ4K, {4864, 896}, "blk.0.ffn_down.weight");
   ggml_tensor x = Tensor(kF32, {4864, 1});
   ggml_tensor residual = Tensor(kF32, {896, 1});
-  ggml_tensor mm = Tensor(kF32, {896, 1}, "ffn_out-0");
-  mm.op = kOpMulMat;
-  mm.src[0] = &w;
-  mm.src[1] = &x;
-  ggml_tensor add = Tensor(kF32, {896, 1}, "l_out-0");
-  add.op = kOpAdd;
-  add.src[0] = &mm;
-  add.src[1] = &residual;
-  ggml_tensor norm = Tensor(kF32, {896, 1}, "norm-1");
-  norm.op = kOpRmsNorm;
-  norm.src[0] = &add;
+  ggml_tensor mm = Node(kOpMulMat, kF32, {896, 1}, {&w, &x}, "ffn_out-0");
+  ggml_tensor add = Node(kOpAdd, kF32, {896, 1}, {&mm, &residual}, "l_out-0");
+  ggml_tensor norm = Node(kOpRmsNorm, kF32, {896, 1}, {&add}, "norm-1");
   ggml_tensor* nodes[] = {&mm, &add, &norm};
   ggml_cgraph graph{3, nodes};
 
@@ -141,11 +134,7 @@ int DecodeStep() {
   ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
   ggml_tensor in = Tensor(kF32, {2048, 1, 5});
   ggml_tensor ids = Tensor(kI32, {2, 5});
-  ggml_tensor moe = Tensor(kF32, {768, 2, 5});
-  moe.op = kOpMulMatId;
-  moe.src[0] = &experts;
-  moe.src[1] = &in;
-  moe.src[2] = &ids;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 5}, {&experts, &in, &ids});
   ggml_cuda_roofline_begin_op(&moe, nullptr);
   dispatch(2, 12000, 14000, 1, 1);
   return 0;
@@ -167,11 +156,7 @@ int MoeStep() {
   ggml_tensor ids = Tensor(kI32, {2, 5});
   int32_t routing[10] = {0, 3, 3, 5, 0, 3, 5, 0, 3, 7};
   ids.data = routing;
-  ggml_tensor moe = Tensor(kF32, {768, 2, 5}, "ffn_moe_down-0");
-  moe.op = kOpMulMatId;
-  moe.src[0] = &experts;
-  moe.src[1] = &in;
-  moe.src[2] = &ids;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 5}, {&experts, &in, &ids}, "ffn_moe_down-0");
   int stream = 0;
   ggml_cuda_roofline_begin_op(&moe, &stream);
   if (g_syncs != 0 || g_copies != 0) return 12;  // no hipStreamSynchronize, no blocking hipMemcpy
@@ -230,11 +215,7 @@ int MoeLargeRouting() {
   for (int64_t tokens : {600, 1}) {
     ggml_tensor in = Tensor(kF32, {2048, 1, tokens}), ids = Tensor(kI32, {8, tokens});
     ids.data = routing.data();
-    ggml_tensor moe = Tensor(kF32, {768, 8, tokens});
-    moe.op = kOpMulMatId;
-    moe.src[0] = &experts;
-    moe.src[1] = &in;
-    moe.src[2] = &ids;
+    ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 8, tokens}, {&experts, &in, &ids});
     ggml_cuda_roofline_begin_op(&moe, &stream);
     dispatch(2, tokens * 1000, tokens * 1000 + 500, 1, 1);
   }
@@ -268,11 +249,7 @@ int MoeRingFull() {
   ggml_tensor ids = Tensor(kI32, {2, 1});
   int32_t routing[2] = {1, 6};
   ids.data = routing;
-  ggml_tensor moe = Tensor(kF32, {768, 2, 1});
-  moe.op = kOpMulMatId;
-  moe.src[0] = &experts;
-  moe.src[1] = &in;
-  moe.src[2] = &ids;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
   int stream = 0;
   fake_hip::Hold(true);
   for (int i = 0; i < 1030; ++i) {
@@ -331,10 +308,7 @@ int ReusedNode() {
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
   ggml_tensor w = Tensor(kQ4K, {4096, 4096}), x = Tensor(kF32, {4096, 1});
-  ggml_tensor mm = Tensor(kF32, {4096, 1}, "a");
-  mm.op = kOpMulMat;
-  mm.src[0] = &w;
-  mm.src[1] = &x;
+  ggml_tensor mm = Node(kOpMulMat, kF32, {4096, 1}, {&w, &x}, "a");
   uint64_t t = 1000;
   auto op = [&] {
     ggml_cuda_roofline_begin_op(&mm, nullptr);
@@ -344,10 +318,7 @@ int ReusedNode() {
   op();
   op();                               // the same: K 4096, N 4096, named a
   x = Tensor(kF32, {4096, 8});        // 8 tokens: M 8
-  mm = Tensor(kF32, {4096, 8}, "a");
-  mm.op = kOpMulMat;
-  mm.src[0] = &w;
-  mm.src[1] = &x;
+  mm = Node(kOpMulMat, kF32, {4096, 8}, {&w, &x}, "a");
   op();
   snprintf(mm.name, sizeof(mm.name), "%s", "b");  // renamed
   op();
@@ -370,10 +341,7 @@ int ReusedNodeNoReset() {
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
   ggml_tensor w = Tensor(kQ4K, {4096, 4096}), x = Tensor(kF32, {4096, 1});
-  ggml_tensor mm = Tensor(kF32, {4096, 1}, "a");
-  mm.op = kOpMulMat;
-  mm.src[0] = &w;
-  mm.src[1] = &x;
+  ggml_tensor mm = Node(kOpMulMat, kF32, {4096, 1}, {&w, &x}, "a");
   uint64_t t = 1000;
   for (int i = 0; i < 4; ++i) {
     if (i == 2) x.ne[1] = 8, x.nb[2] = x.nb[3] = x.nb[1] * 8, mm.ne[1] = 8, mm.nb[2] = mm.nb[3] = mm.nb[1] * 8;

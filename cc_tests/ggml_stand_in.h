@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 // ggml.h's struct ggml_tensor (LP64), as upstream declares it.
@@ -88,6 +90,15 @@ inline ggml_tensor Tensor(int type, std::vector<int64_t> ne, const char* name = 
   t.nb[1] = t.nb[0] * (t.ne[0] / blck);
   for (int i = 2; i < 4; ++i) t.nb[i] = t.nb[i - 1] * t.ne[i - 1];
   snprintf(t.name, sizeof(t.name), "%s", name);
+  return t;
+}
+
+// Node `op` of `type` and shape `ne` over `srcs` (src[0], src[1], ...), named `name`.
+inline ggml_tensor Node(int op, int type, std::vector<int64_t> ne, std::initializer_list<ggml_tensor*> srcs, const char* name = "") {
+  ggml_tensor t = Tensor(type, std::move(ne), name);
+  t.op = op;
+  int i = 0;
+  for (ggml_tensor* s : srcs) t.src[i++] = s;
   return t;
 }
 

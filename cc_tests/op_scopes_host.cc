@@ -183,6 +183,7 @@ int Launch(const std::vector<std::pair<const char*, uint64_t>>& kernels, uint64_
 }
 
 #ifdef OP_SCOPES_GGML
+using ggml_stand_in::Node;
 using ggml_stand_in::Tensor;
 
 void SetDevice() { ggml_cuda_roofline_set_device(kDevice); }
@@ -192,37 +193,19 @@ void SetDevice() { ggml_cuda_roofline_set_device(kDevice); }
 // ggml-cuda's: `stream` is not used.
 size_t Workload(uint64_t& t, int& launched, uint32_t /*stream*/) {
   ggml_tensor wq = Tensor(kQ4K, {4096, 4096}, "blk.0.attn_q.weight"), x = Tensor(kF32, {4096, 1}, "attn_norm-0");
-  ggml_tensor q = Tensor(kF32, {4096, 1}, "Qcur-0");
-  q.op = kOpMulMat;
-  q.src[0] = &wq;
-  q.src[1] = &x;
+  ggml_tensor q = Node(kOpMulMat, kF32, {4096, 1}, {&wq, &x}, "Qcur-0");
   ggml_tensor wf = Tensor(kF16, {4096, 4096}, "blk.0.ffn_up.weight"), xb = Tensor(kF32, {4096, 512}, "ffn_inp-0");
-  ggml_tensor up = Tensor(kF32, {4096, 512}, "ffn_up-0");
-  up.op = kOpMulMat;
-  up.src[0] = &wf;
-  up.src[1] = &xb;
+  ggml_tensor up = Node(kOpMulMat, kF32, {4096, 512}, {&wf, &xb}, "ffn_up-0");
   ggml_tensor wo = Tensor(kQ4K, {1024, 4096}, "blk.0.attn_output.weight"), kqv = Tensor(kF32, {1024, 1}, "kqv_out-0");
   ggml_tensor residual = Tensor(kF32, {4096, 1}, "inp_embd");
-  ggml_tensor out = Tensor(kF32, {4096, 1}, "attn_out-0");
-  out.op = kOpMulMat;
-  out.src[0] = &wo;
-  out.src[1] = &kqv;
-  ggml_tensor add = Tensor(kF32, {4096, 1}, "ffn_inp-0");
-  add.op = kOpAdd;
-  add.src[0] = &out;
-  add.src[1] = &residual;
-  ggml_tensor norm = Tensor(kF32, {4096, 1}, "norm-0");
-  norm.op = kOpRmsNorm;
-  norm.src[0] = &add;
+  ggml_tensor out = Node(kOpMulMat, kF32, {4096, 1}, {&wo, &kqv}, "attn_out-0");
+  ggml_tensor add = Node(kOpAdd, kF32, {4096, 1}, {&out, &residual}, "ffn_inp-0");
+  ggml_tensor norm = Node(kOpRmsNorm, kF32, {4096, 1}, {&add}, "norm-0");
   ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8}, "blk.0.ffn_down_exps.weight");
   ggml_tensor in = Tensor(kF32, {2048, 1, 5}, "ffn_moe_swiglu-0"), ids = Tensor(kI32, {2, 5}, "ffn_moe_topk-0");
   int32_t routing[10] = {};
   ids.data = routing;
-  ggml_tensor moe = Tensor(kF32, {768, 2, 5}, "ffn_moe_down-0");
-  moe.op = kOpMulMatId;
-  moe.src[0] = &experts;
-  moe.src[1] = &in;
-  moe.src[2] = &ids;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 5}, {&experts, &in, &ids}, "ffn_moe_down-0");
   ggml_tensor* nodes[] = {&q, &up, &out, &add, &norm, &moe};
   ggml_cgraph graph{6, nodes};
 
