@@ -458,8 +458,11 @@ TEST_F(Roofline, AKernelWithNoLaunchCallIsKeptUnattributedAndCounted) {
   ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);  // flushes, then settles
   EXPECT_EQ(st.dispatches, 2u) << "kept";
   EXPECT_EQ(st.unjoined, 1u) << "and counted";
+  testing::internal::CaptureStderr();
   const std::string json = WriteReport("unjoined.json");
+  const std::string said = testing::internal::GetCapturedStderr();
   EXPECT_NE(json.find("\"total_gpu_time_us\": 0.5"), std::string::npos) << "only the joined kernel is the op's\n" << json;
+  EXPECT_NE(said.find("; 1 kernels not matched to their launch call (in no op)"), std::string::npos) << "and said\n" << said;
 }
 
 }  // namespace
