@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::xplane::{is_op_line, FLOW_CONSUMER_STAT, FLOW_PRODUCER_STAT, GPU_PLANE_PREFIX, NVTX_PLANE, NVTX_RANGE_STAT, PROFILE_START_TIME, PROFILE_STOP_TIME, ROCTX_PLANE, TASK_ENV_PLANE};
+use crate::xplane::{is_op_line, task_env_time, FLOW_CONSUMER_STAT, FLOW_PRODUCER_STAT, GPU_PLANE_PREFIX, NVTX_PLANE, NVTX_RANGE_STAT, PROFILE_START_TIME, PROFILE_STOP_TIME, ROCTX_PLANE};
 use crate::xplane_proto::{x_stat, XEvent, XLine, XPlane, XSpace, XStat};
 
 /// How rows are keyed.
@@ -346,7 +346,7 @@ impl Stats {
                 }
                 // Which range launched it.
                 let start = start_ps(line, e);
-                match consumer.and_then(|id| e.stats.iter().find(|s| s.metadata_id == id)).and_then(uint_value).and_then(|f| by_flow.get(&f)) {
+                match consumer.and_then(|id| uint_stat(&e.stats, id)).and_then(|f| by_flow.get(&f)) {
                     Some(&i) => {
                         instances[i].exclusive = instances[i].exclusive.saturating_add(ns);
                         let mut at = Some(i);
@@ -455,19 +455,9 @@ pub fn fold_payload(label: &str) -> &str {
 /// The session duration of `space`: from `profile_start_time` to `profile_stop_time`, else the
 /// span of its events.
 fn traced_ns(space: &XSpace) -> u64 {
-    let env = space.planes.iter().find(|p| p.name == TASK_ENV_PLANE);
-    let wall = |name: &str| {
-        let p = env?;
-        let id = stat_id(p, name)?;
-        p.stats.iter().find(|s| s.metadata_id == id).and_then(|s| match s.value {
-            Some(x_stat::Value::Uint64Value(v)) => Some(i128::from(v)),
-            Some(x_stat::Value::Int64Value(v)) => Some(i128::from(v)),
-            _ => None,
-        })
-    };
-    if let (Some(start), Some(stop)) = (wall(PROFILE_START_TIME), wall(PROFILE_STOP_TIME)) {
+    if let (Some(start), Some(stop)) = (task_env_time(space, PROFILE_START_TIME), task_env_time(space, PROFILE_STOP_TIME)) {
         if stop > start {
-            return u64::try_from(stop - start).unwrap_or(u64::MAX);
+            return u64::try_from(i128::from(stop) - i128::from(start)).unwrap_or(u64::MAX);
         }
     }
     let mut span: Option<(i128, i128)> = None;

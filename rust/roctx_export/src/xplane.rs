@@ -439,20 +439,23 @@ pub fn task_env_plane(start_ns: i64, stop_ns: i64) -> XPlane {
     p
 }
 
+/// A wall-clock time of the `Task Environment` plane ([`PROFILE_START_TIME`],
+/// [`PROFILE_STOP_TIME`]), ns, if the space has it.
+pub fn task_env_time(space: &XSpace, name: &str) -> Option<i64> {
+    let p = space.planes.iter().find(|p| p.name == TASK_ENV_PLANE)?;
+    let id = p.stat_metadata.values().find(|m| m.name == name)?.id;
+    match p.stats.iter().find(|s| s.metadata_id == id)?.value {
+        // Wall-clock ns fit i64 until 2262; a larger value is damage, clamped.
+        Some(x_stat::Value::Uint64Value(v)) => Some(ns(v)),
+        Some(x_stat::Value::Int64Value(v)) => Some(v),
+        _ => None,
+    }
+}
+
 /// The wall-clock session start a space's line timestamps count from: its `profile_start_time`,
 /// or 0 if its lines hold absolute wall-clock times, or `None` if it says nothing.
 pub fn time_base(space: &XSpace) -> Option<i64> {
-    let env = space.planes.iter().find(|p| p.name == TASK_ENV_PLANE);
-    let start = env.and_then(|p| {
-        let id = p.stat_metadata.values().find(|m| m.name == PROFILE_START_TIME)?.id;
-        match p.stats.iter().find(|s| s.metadata_id == id)?.value {
-            // Wall-clock ns fit i64 until 2262; a larger value is damage, clamped.
-            Some(x_stat::Value::Uint64Value(v)) => Some(ns(v)),
-            Some(x_stat::Value::Int64Value(v)) => Some(v),
-            _ => None,
-        }
-    });
-    start.or_else(|| {
+    task_env_time(space, PROFILE_START_TIME).or_else(|| {
         let lines = space.planes.iter().flat_map(|p| &p.lines).filter(|l| !l.events.is_empty());
         lines.clone().any(|l| l.timestamp_ns > ABSOLUTE_NS).then_some(0)
     })
