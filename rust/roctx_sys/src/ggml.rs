@@ -125,8 +125,6 @@ pub struct DeviceCopy {
 #[derive(Debug, Clone, Copy)]
 pub struct AsyncCopy {
     host_alloc: HostAlloc,
-    /// `hipHostFree` / `cudaFreeHost`.
-    host_free: unsafe extern "C" fn(*mut c_void) -> c_int,
     /// `hipEventCreateWithFlags` / `cudaEventCreateWithFlags`.
     event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
     /// `hipEventRecord` / `cudaEventRecord` (event, stream).
@@ -199,7 +197,6 @@ impl AsyncCopy {
                 let host_alloc = if hip { HostAlloc::Hip(get!("hipHostMalloc".to_owned())) } else { HostAlloc::Cuda(get!("cudaMallocHost".to_owned())) };
                 Some(AsyncCopy {
                     host_alloc,
-                    host_free: get!(if hip { "hipHostFree".to_owned() } else { "cudaFreeHost".to_owned() }),
                     event_create: get!(format!("{runtime}EventCreateWithFlags")),
                     event_record: get!(format!("{runtime}EventRecord")),
                     event_query: get!(format!("{runtime}EventQuery")),
@@ -225,7 +222,8 @@ impl AsyncCopy {
         status("GetDevice", unsafe { (self.get_device)(&mut d) }).map(|()| d)
     }
 
-    /// `bytes` of pinned host memory on the current device's behalf.
+    /// `bytes` of pinned host memory on the current device's behalf. Never freed by us: freeing
+    /// pinned memory synchronizes the device.
     pub fn host_alloc(&self, bytes: usize) -> Result<*mut u8, CallError> {
         let mut p: *mut c_void = std::ptr::null_mut();
         let s = match self.host_alloc {
@@ -235,15 +233,6 @@ impl AsyncCopy {
             HostAlloc::Cuda(f) => unsafe { f(&mut p, bytes) },
         };
         status("HostMalloc", s).map(|()| p.cast())
-    }
-
-    /// Frees what [`host_alloc`](Self::host_alloc) returned.
-    ///
-    /// # Safety
-    /// `p` came from `host_alloc` and is freed once, with no copy into it pending.
-    pub unsafe fn host_free(&self, p: *mut u8) {
-        // SAFETY: per contract.
-        unsafe { (self.host_free)(p.cast()) };
     }
 
     /// An event without timing on the current device.
@@ -333,18 +322,12 @@ impl DeviceCopy {
     /// # Safety
     /// `stream` must be a stream of the runtime (or null, its default stream) and `src` device
     /// memory readable for `bytes` bytes.
-    pub unsafe fn read(&self, stream: *mut c_void, src: *const c_void, bytes: usize) -> Result<Vec<u8>, (&'static str, c_int)> {
+    pub unsafe fn read(&self, stream: *mut c_void, src: *const c_void, bytes: usize) -> Result<Vec<u8>, CallError> {
         // SAFETY: per contract.
-        let status = unsafe { (self.sync)(stream) };
-        if status != 0 {
-            return Err(("StreamSynchronize", status));
-        }
+        status("StreamSynchronize", unsafe { (self.sync)(stream) })?;
         let mut out = vec![0u8; bytes];
         // SAFETY: `out` holds `bytes` writable bytes; `src` per contract.
-        let status = unsafe { (self.memcpy)(out.as_mut_ptr().cast(), src, bytes, DEVICE_TO_HOST) };
-        if status != 0 {
-            return Err(("Memcpy", status));
-        }
+        status("Memcpy", unsafe { (self.memcpy)(out.as_mut_ptr().cast(), src, bytes, DEVICE_TO_HOST) })?;
         Ok(out)
     }
 }

@@ -257,14 +257,13 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
 /// Reads the routing of `invocation`, a `MUL_MAT_ID` node: its ids tensor (`src[2]`, `i32`,
 /// `[top_k, n_tokens]`) as `stream` produces it, counted into the kernel stage per expert. Never
 /// blocking where the runtime allows ([`moe`]: a copy on a side stream, counted later), else
-/// synchronizing the stream and copying. Nothing (and a warning, once) when there are no ids,
-/// they are not `i32`, or the runtime fails: the row keeps the shape bound.
+/// synchronizing the stream and copying. Nothing when there are no ids or they are not `i32`;
+/// a runtime failure is counted and said once ([`moe::failed`]): the row keeps the shape bound.
 ///
 /// # Safety
 /// `node` must be a valid tensor whose sources are valid tensors, and `stream` a stream of the
 /// process's GPU runtime.
 unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_experts: u64, invocation: u32) {
-    static WARNED: std::sync::Once = std::sync::Once::new();
     // SAFETY: per contract.
     let Some(ids_ptr) = (unsafe { node.as_ref() }).map(|n| n.src[2]) else { return };
     // SAFETY: per contract (a null source is no ids).
@@ -293,9 +292,7 @@ unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_ex
     // SAFETY: the ids' device memory spans `ggml_nbytes` bytes; `stream` per contract.
     match unsafe { copy.read(stream, ids.data, bytes) } {
         Ok(host) => moe::record_routing(invocation, &host, &layout),
-        Err((call, status)) => WARNED.call_once(|| {
-            log::warn(format_args!("roofline: MoE read-back failed ({}{call} returned {status}); MUL_MAT_ID rows keep experts_used 0", copy.runtime));
-        }),
+        Err(error) => moe::failed(copy.runtime, error),
     }
 }
 

@@ -144,9 +144,16 @@ pub fn available() -> bool {
     COPY.get_or_init(AsyncCopy::find).is_some()
 }
 
-fn warn_once(why: &str) {
+fn warn_once(runtime: &str, (call, status): CallError) {
     static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {why}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {runtime}{call} returned {status}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+}
+
+/// A read-back whose runtime call failed (this ring's, or the blocking read-back's): counted,
+/// and said once.
+pub fn failed(runtime: &str, error: CallError) {
+    FAILED.fetch_add(1, Ordering::Relaxed);
+    warn_once(runtime, error);
 }
 
 /// Before an op's kernels are enqueued on this thread: the stream of the last read-back's ids
@@ -159,8 +166,9 @@ pub fn before_op() {
     let Some(copy) = COPY.get().copied().flatten() else { return };
     // SAFETY: a stream the host gave us with a `done` event of the ring, recorded on the
     // stream's device.
-    if let Err((call, status)) = unsafe { copy.wait(stream as *mut c_void, event as *mut c_void) } {
-        warn_once(&format!("{}{call} returned {status}", copy.runtime));
+    if let Err(error) = unsafe { copy.wait(stream as *mut c_void, event as *mut c_void) } {
+        // Not a lost routing: that op's copy was enqueued.
+        warn_once(copy.runtime, error);
     }
 }
 
@@ -196,9 +204,8 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
             let _ = WAIT.try_with(|w| w.set((stream as usize, done as usize)));
             true
         }
-        Err((call, status)) => {
-            FAILED.fetch_add(1, Ordering::Relaxed);
-            warn_once(&format!("{}{call} returned {status}", copy.runtime));
+        Err(error) => {
+            failed(copy.runtime, error);
             false
         }
     }
@@ -310,10 +317,9 @@ impl Ring {
                         record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
                     }
                 }
-                Err((call, status)) => {
+                Err(error) => {
                     slot.job = None;
-                    FAILED.fetch_add(1, Ordering::Relaxed);
-                    warn_once(&format!("{}{call} returned {status}", copy.runtime));
+                    failed(copy.runtime, error);
                 }
             }
             self.pending.pop_front();
