@@ -13,7 +13,7 @@ use roctx_export::inspect::{self, LineSummary, PlaneSummary, Run, Severity, Summ
 
 use crate::args::InspectArgs;
 use crate::input;
-use crate::messages::{printable, Failure, Status};
+use crate::messages::{plural, printable, Failure, Status};
 
 /// Runs `roctx inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
@@ -39,7 +39,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
 
 fn to_text(run: Option<&Run>, reports: &[(String, Summary)], out: &mut impl Write) -> io::Result<()> {
     if let Some(run) = run {
-        writeln!(out, "run {}: {}: {}", run.name, plural(run.processes.len(), "process"), run.processes.join(", "))?;
+        writeln!(out, "run {}: {}: {}", run.name, plural(run.processes.len() as u64, "process", "processes"), run.processes.join(", "))?;
         writeln!(out)?;
     }
     for (i, (path, s)) in reports.iter().enumerate() {
@@ -68,7 +68,7 @@ fn write_summary(out: &mut impl Write, path: &Path, s: &Summary) -> io::Result<(
     if errors + warnings == 0 {
         return writeln!(out, "  validation: ok");
     }
-    writeln!(out, "  validation: {}, {}", plural(errors, "error"), plural(warnings, "warning"))?;
+    writeln!(out, "  validation: {}, {}", plural(errors as u64, "error", "errors"), plural(warnings as u64, "warning", "warnings"))?;
     for issue in &s.issues {
         let label = match issue.severity {
             Severity::Error => "error",
@@ -81,7 +81,7 @@ fn write_summary(out: &mut impl Write, path: &Path, s: &Summary) -> io::Result<(
 
 fn write_plane(out: &mut impl Write, p: &PlaneSummary) -> io::Result<()> {
     let shown = if p.rendered { "rendered by XProf" } else { "NOT rendered by XProf" };
-    writeln!(out, "  plane {:?} (id {}): {}, {}, {shown}", p.name, p.id, plural(p.line_count, "line"), plural(p.event_count, "event"))?;
+    writeln!(out, "  plane {:?} (id {}): {}, {}, {shown}", p.name, p.id, plural(p.line_count as u64, "line", "lines"), plural(p.event_count as u64, "event", "events"))?;
     if p.lines.is_empty() {
         return Ok(());
     }
@@ -114,10 +114,3 @@ fn line_label(l: &LineSummary) -> String {
     }
 }
 
-fn plural(n: usize, noun: &str) -> String {
-    match (n, noun.ends_with('s')) {
-        (1, _) => format!("1 {noun}"),
-        (_, true) => format!("{n} {noun}es"),
-        (_, false) => format!("{n} {noun}s"),
-    }
-}

@@ -123,3 +123,9 @@ pub(crate) fn print(text: &str) -> Result<(), Failure> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(Failure::stdout)
 }
+
+/// `n` and the noun for it: `1 kernel`, `3 kernels` (`one` and `many` spelled out: "kernel or
+/// copy" / "kernels and copies").
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

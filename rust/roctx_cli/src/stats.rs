@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::args::{StatsArgs, StatsFormat, StatsReport};
 use crate::input;
-use crate::messages::{printable, Failure, Status};
+use crate::messages::{plural, printable, Failure, Status};
 
 /// What a table shows without `--top`.
 const TABLE_TOP: usize = 25;
@@ -97,10 +97,6 @@ fn top_per_group<T>(rows: &[T], group: impl Fn(&T) -> &str, top: usize) -> (Vec<
 
 fn us(ns: f64) -> String {
     format!("{:.3}", ns / 1000.0)
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn write_tables(parts: &[Part], reports: &[StatsReport], top: usize, out: &mut impl Write) -> io::Result<()> {
