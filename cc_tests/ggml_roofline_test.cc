@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -271,6 +272,74 @@ TEST(GgmlRoofline, AFullReadBackRingKeepsTheShapeBoundForTheRestAndSaysSo) {
   EXPECT_EQ(Count(o.report, "\"experts_used\": 2"), 1024u) << o.err;
   EXPECT_EQ(Count(o.report, "\"experts_used\": 0"), 6u) << o.err;
   EXPECT_NE(o.err.find("LOST: 6 MUL_MAT_ID routings not read (all read-back slots in flight"), std::string::npos) << o.err;
+}
+
+// 1,030 MoE ops whose copies complete at once: polled only once half the ring is in flight, and
+// then the newest copy done retires all of them (a side stream runs its copies in order), so
+// the whole run costs a query or two, not one per op; every routing exact.
+int MoeFewQueries() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
+  ggml_tensor ids = Tensor(kI32, {2, 1});
+  int32_t routing[2] = {1, 6};
+  ids.data = routing;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  int stream = 0;
+  for (int i = 0; i < 1030; ++i) {
+    ggml_cuda_roofline_begin_op(&moe, &stream);
+    dispatch(2, 100000 + i * 1000, 100500 + i * 1000, 1, 1);
+  }
+  int queries = 0;
+  for (const auto& call : fake_hip::Calls()) queries += call.name == "hipEventQuery";
+  return queries >= 1 && queries <= 2 ? 0 : 20 + std::min(queries, 100);
+}
+
+TEST(GgmlRoofline, ReadBacksAreRetiredManyPerQuery) {
+  const Outcome o = InChild("moe_few_queries", kActive, MoeFewQueries);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(Count(o.report, "\"experts_used\": 2"), 1030u) << o.err;
+  EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
+}
+
+// A fork() child never touches the parent's read-back ring (its streams and events are the
+// parent's; its lock could be held by a thread the child does not have): its MUL_MAT_ID makes no
+// runtime call, is counted, and says so. The parent's own read-back is still exact.
+int MoeForkChild() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
+  ggml_tensor ids = Tensor(kI32, {2, 1});
+  int32_t routing[2] = {1, 6};
+  ids.data = routing;
+  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  int stream = 0;
+  fake_hip::Hold(true);  // the parent's copy still in flight at the fork
+  ggml_cuda_roofline_begin_op(&moe, &stream);
+  dispatch(2, 100000, 100500, 1, 1);
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const size_t before = fake_hip::Calls().size();
+    ggml_cuda_roofline_begin_op(&moe, &stream);
+    fflush(nullptr);
+    _exit(fake_hip::Calls().size() == before ? 0 : 1);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 12;
+  fake_hip::Hold(false);
+  return WEXITSTATUS(status) == 0 ? 0 : 13;
+}
+
+TEST(GgmlRoofline, AForkChildLeavesTheReadBackRingAlone) {
+  const Outcome o = InChild("moe_fork", kActive, MoeForkChild);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("MoE read-back: none in a fork() child"), std::string::npos) << o.err;
+  EXPECT_EQ(Count(o.report, "\"experts_used\": 2"), 1u) << o.report << o.err;
 }
 
 TEST(GgmlRoofline, LlamaCppSequenceWritesTheReportAtExit) {

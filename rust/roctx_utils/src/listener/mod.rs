@@ -39,6 +39,7 @@ pub fn fork_parent() {
 /// After `fork()`, in the child.
 pub fn fork_child() {
     cupti::fork_child();
+    moe::fork_child();
 }
 
 /// Configures tool mode now, if it can be (start-up step 2; later calls return at once).

@@ -5,9 +5,9 @@
 //! The op's kernels run meanwhile; the op's stream waits for `done` only before the next op of
 //! the thread is enqueued ([`before_op`]), so a later op cannot overwrite the ids before they
 //! are copied, and the wait costs the device nothing once the copy is done. Slots are resolved
-//! (routing counted into the kernel stage) when their `done` has completed: polled at each
-//! `MUL_MAT_ID`, and all of them at a flush ([`resolve_all`]: a roofline reset or write, an
-//! XSpace write).
+//! (routing counted into the kernel stage) when their `done` has completed: polled once half
+//! the ring is in flight (a device's newest copy done means all of its copies are), and all of
+//! them at a flush ([`resolve_all`]: a roofline reset or write, an XSpace write).
 //!
 //! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse (taken 64 at a
 //! time from one allocation, never freed: that would synchronize the device). Past that, or when a runtime call fails, or the ids
@@ -21,7 +21,7 @@
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use roctx_config::log;
@@ -53,23 +53,39 @@ pub struct IdsLayout {
 
 /// Tokens routed to each expert, from the ids' bytes: `None` if any id is out of range (the
 /// bytes are not this op's routing) or an element lies outside `host`.
+///
+/// Row by row (dimensions 1 to 3), each row's dimension-0 elements read in one pass: a 512-token
+/// top-8 routing is 4,096 ids, and the ring resolves a graph's worth of them between two of the
+/// host's launches (the H200's `perf` loop, issue 28), so per element is all it may cost.
 pub fn routing_from_ids(host: &[u8], layout: &IdsLayout) -> Option<Vec<u64>> {
     let mut routing = vec![0u64; usize::try_from(layout.n_experts).ok()?];
-    let count = layout.ne.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n))?;
-    let mut index = [0u64; 4];
-    for _ in 0..count {
-        let offset = (0..4).try_fold(0u64, |acc, d| acc.checked_add(index[d].checked_mul(layout.nb[d])?))?;
-        let o = usize::try_from(offset).ok()?;
-        let b = host.get(o..o.checked_add(4)?)?;
-        let e = usize::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok().filter(|&e| e < routing.len())?;
-        routing[e] += 1;
-        // Next index, dimension 0 fastest.
-        for (i, &n) in index.iter_mut().zip(&layout.ne) {
-            *i += 1;
-            if *i < n {
-                break;
+    let [n0, n1, n2, n3] = layout.ne;
+    let [b0, b1, b2, b3] = layout.nb;
+    if n0 == 0 || n1 == 0 || n2 == 0 || n3 == 0 {
+        return Some(routing);
+    }
+    // Every offset below is at most this one, the last element's: checked once.
+    let last = [(n0 - 1, b0), (n1 - 1, b1), (n2 - 1, b2), (n3 - 1, b3)].iter().try_fold(0u64, |acc, &(i, b)| acc.checked_add(i.checked_mul(b)?))?;
+    usize::try_from(last).ok()?.checked_add(4).filter(|&end| end <= host.len())?;
+    let (n0, b0) = (usize::try_from(n0).ok()?, usize::try_from(b0).ok()?);
+    // A negative id reads as a huge u32: out of range too.
+    let id = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    for i3 in 0..n3 {
+        for i2 in 0..n2 {
+            for i1 in 0..n1 {
+                // Within `last` (checked above), so neither overflows nor leaves `host`.
+                let row = (i3 * b3 + i2 * b2 + i1 * b1) as usize;
+                if b0 == 4 {
+                    // Packed (the usual ids): one slice, no offsets per element.
+                    for b in host[row..row + 4 * n0].chunks_exact(4) {
+                        *routing.get_mut(id(b))? += 1;
+                    }
+                } else {
+                    for o in (0..n0).map(|i0| row + i0 * b0) {
+                        *routing.get_mut(id(&host[o..o + 4]))? += 1;
+                    }
+                }
             }
-            *i = 0;
         }
     }
     Some(routing)
@@ -132,6 +148,8 @@ struct Ring {
 unsafe impl Send for Ring {}
 
 static COPY: OnceLock<Option<AsyncCopy>> = OnceLock::new();
+/// Set in a `fork()` child: the ring is left alone there ([`fork_child`]).
+static FORKED: AtomicBool = AtomicBool::new(false);
 static RING: Mutex<Option<Ring>> = Mutex::new(None);
 
 thread_local! {
@@ -159,6 +177,9 @@ pub fn failed(runtime: &str, error: CallError) {
 /// Before an op's kernels are enqueued on this thread: the stream of the last read-back's ids
 /// waits for its copy (a no-op on the device once the copy is done).
 pub fn before_op() {
+    if FORKED.load(Ordering::Relaxed) {
+        return;
+    }
     let Ok((stream, event)) = WAIT.try_with(|w| w.replace((0, 0))) else { return };
     if event == 0 {
         return;
@@ -179,6 +200,14 @@ pub fn before_op() {
 /// `stream` is a stream of the process's runtime on the current device, `src` device memory
 /// readable for `layout.bytes`, and nothing overwrites it before the thread's next op.
 pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, layout: IdsLayout) -> bool {
+    if FORKED.load(Ordering::Relaxed) {
+        // The parent's ring is not the child's (its lock may be held by a thread that does not
+        // exist here, its streams and events are the parent's): the row keeps the shape bound.
+        FAILED.fetch_add(1, Ordering::Relaxed);
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: none in a fork() child (the GPU runtime's streams are the parent's); its MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+        return false;
+    }
     let Some(copy) = COPY.get_or_init(AsyncCopy::find).as_ref().copied() else { return false };
     // The read-backs still in flight at exit are counted before the GPU runtime tears down
     // (its events and pinned memory go with it: `cudaErrorCudartUnloading` on the H200 when
@@ -188,7 +217,11 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
     AT_EXIT.call_once(|| roctx_sys::os::at_exit(resolve_at_exit));
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), pending: VecDeque::new(), side: HashMap::new(), chunk: std::ptr::null_mut(), chunk_left: 0 });
-    ring.resolve(false);
+    // Polled once half the slots are in flight: each poll then retires many copies, with few
+    // queries (the host runs a graph ahead of the GPU, so most polls would find nothing done).
+    if ring.pending.len() >= SLOTS / 2 {
+        ring.resolve(false);
+    }
     let slot = match ring.free_slot() {
         Some(slot) => slot,
         None => {
@@ -214,6 +247,9 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
 /// Counts every read-back in flight into the kernel stage, waiting for those not done (a
 /// flush: a roofline reset or write, an XSpace write).
 pub fn resolve_all() {
+    if FORKED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(ring) = guard.as_mut() {
         ring.resolve(true);
@@ -221,11 +257,15 @@ pub fn resolve_all() {
 }
 
 extern "C" fn resolve_at_exit() {
-    // A fork child has none of the parent's streams or events (and its lock may be held by a
-    // thread that does not exist in it).
-    if !roctx_sys::os::is_fork_child() {
-        roctx_sys::guard((), resolve_all);
-    }
+    roctx_sys::guard((), resolve_all);
+}
+
+/// After `fork()`, in the child: the ring is never touched there. A fork child has none of the
+/// parent's streams or events, and the ring's lock may be held by a thread that does not exist
+/// in it (a fork while another thread was starting a read-back).
+pub fn fork_child() {
+    FORKED.store(true, Ordering::Relaxed);
+    let _ = WAIT.try_with(|w| w.set((0, 0)));
 }
 
 impl Ring {
@@ -300,29 +340,46 @@ impl Ring {
     /// done, or (`wait`) all of them.
     fn resolve(&mut self, wait: bool) {
         let copy = self.copy;
+        if !wait {
+            // A device's copies run in order on its side stream: once its newest is done, all
+            // of them are (one query for the lot).
+            if let Some(&newest) = self.pending.back() {
+                // SAFETY: an event of the ring.
+                if let Ok(true) = unsafe { copy.done(self.slots[newest].done) } {
+                    let device = self.slots[newest].device;
+                    let (done, left): (VecDeque<usize>, VecDeque<usize>) = self.pending.iter().partition(|&&i| self.slots[i].device == device);
+                    done.into_iter().for_each(|i| self.retire(i));
+                    self.pending = left;
+                }
+            }
+        }
         while let Some(&i) = self.pending.front() {
-            let slot = &mut self.slots[i];
+            let event = self.slots[i].done;
             let finished = if wait {
                 // SAFETY: an event of the ring.
-                unsafe { copy.finish(slot.done) }.map(|()| true)
+                unsafe { copy.finish(event) }.map(|()| true)
             } else {
                 // SAFETY: as above.
-                unsafe { copy.done(slot.done) }
+                unsafe { copy.done(event) }
             };
             match finished {
                 Ok(false) => break,
-                Ok(true) => {
-                    if let Some((invocation, layout)) = slot.job.take() {
-                        // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
-                        record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
-                    }
-                }
+                Ok(true) => self.retire(i),
                 Err(error) => {
-                    slot.job = None;
+                    self.slots[i].job = None;
                     failed(copy.runtime, error);
                 }
             }
             self.pending.pop_front();
+        }
+    }
+
+    /// Counts the routing copied into slot `i`, whose copy is done, and frees the slot.
+    fn retire(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if let Some((invocation, layout)) = slot.job.take() {
+            // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
+            record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
         }
     }
 }
@@ -351,5 +408,14 @@ mod tests {
         // A strided view: every other i32 of the bytes.
         let strided = IdsLayout { ne: [2, 1, 1, 1], nb: [8, 16, 16, 16], bytes: 16, n_experts: 4 };
         assert_eq!(routing_from_ids(&bytes(&[1, 99, 2, 99]), &strided), Some(vec![0, 1, 1, 0]));
+        // llama.cpp's ids: the top-2 columns of 4-wide argsort rows, 3 tokens (the other
+        // columns are other experts' ranks, not routed).
+        let view = IdsLayout { ne: [2, 3, 1, 1], nb: [4, 16, 48, 48], bytes: 40, n_experts: 4 };
+        let rows = [3, 1, 0, 2, 0, 1, 3, 2, 2, 3, 1, 0];
+        assert_eq!(routing_from_ids(&bytes(&rows), &view), Some(vec![1, 2, 1, 2]));
+        assert_eq!(routing_from_ids(&bytes(&rows[..9]), &view), None, "the last row's second id past the bytes");
+        // A 3-d ids tensor, and an empty one.
+        assert_eq!(routing_from_ids(&bytes(&[0, 1, 1, 1]), &layout([1, 2, 2, 1], 2)), Some(vec![1, 3]));
+        assert_eq!(routing_from_ids(&[], &layout([8, 0, 1, 1], 2)), Some(vec![0, 0]));
     }
 }
