@@ -194,9 +194,10 @@ pub(crate) enum StatsFormat {
 #[derive(Debug, Args)]
 #[command(after_help = "Peaks come from the report's device (a gfx arch) or --device: mi300x (gfx942), mi250x-gcd (gfx90a), mi250x, mi250, rx7900xtx (gfx1100), strix-halo (gfx1151), h200. For any other GPU give both --peak-bw and --peak-flops; without peaks the table has no percentages. Percentages are of datasheet peaks, not measured ones.\n\nExit status: 0 success; 2 bad usage, an unknown --device, or a report that could not be read or parsed (the message names the JSON path of the bad value).")]
 pub(crate) struct RooflineArgs {
-    /// The JSON report the profiler wrote (GGML_ROOFLINE_OUT).
-    #[arg(value_name = "REPORT.json")]
-    pub(crate) input: PathBuf,
+    /// The JSON report the profiler wrote (GGML_ROOFLINE_OUT); several (a process's and its
+    /// fork children's `report.pid<N>.json`, a job's ranks) are joined into one.
+    #[arg(value_name = "REPORT.json", required = true, num_args = 1..)]
+    pub(crate) inputs: Vec<PathBuf>,
     /// Take the peaks of this device instead of the report's: a gfx arch or a table key.
     #[arg(long, value_name = "ARCH")]
     pub(crate) device: Option<String>,

@@ -307,7 +307,7 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
     say!("roctx record: the command {ended}{}", if forwarded { " (signals sent to roctx were passed on to it)" } else { "" });
     if files.is_empty() {
         let why = match status.signal() {
-            Some(9) => "SIGKILL gives a process no chance to write: everything it captured is lost".to_owned(),
+            Some(9) => "SIGKILL gives a process no chance to write: everything it captured is lost (ROCTX_UTILS_FLUSH_EVERY=<seconds> keeps a snapshot that survives it)".to_owned(),
             Some(_) => "it died of a signal before writing (a fatal signal's own handler never ran ours)".to_owned(),
             None => "nothing was captured: did the command use the GPU or make an annotation? (ROCTX_UTILS_LOG=info says what happened at start-up)".to_owned(),
         };
@@ -322,11 +322,20 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
             c.kernels,
             c.copies
         );
-        if c.warnings.is_empty() && c.unreadable.is_empty() {
+        // A snapshot's mark (written at a signal, or while the run went on) is not a loss of
+        // the capture's: it says where the file stops.
+        let (marks, lost): (Vec<&String>, Vec<&String>) = c.warnings.iter().partition(|w| w.starts_with("cut short by") || w.starts_with("snapshot "));
+        if lost.is_empty() && c.unreadable.is_empty() {
             say!("roctx record: nothing was dropped");
         }
-        for w in &c.warnings {
+        for w in &lost {
             say!("roctx record: LOST: {w}");
+        }
+        for w in &marks {
+            say!("roctx record: {w}");
+        }
+        if status.signal() == Some(9) && !marks.is_empty() {
+            say!("roctx record: SIGKILL ended the command after its last snapshot: what it did since then is lost");
         }
         for f in &c.unreadable {
             say!("roctx record: {f} could not be read (cut short?)");

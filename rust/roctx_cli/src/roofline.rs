@@ -4,7 +4,7 @@
 //! numbers come from [`roctx_roofline`].
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 
 use roctx_roofline::peaks::known_devices;
 use roctx_roofline::{analyse, svg, Analysis, Ceiling, Device, Group, Peaks, Report};
@@ -25,13 +25,21 @@ const REPORT_HINTS: Hints = Hints {
 /// Runs `roctx roofline`.
 pub(crate) fn run(args: &RooflineArgs) -> Result<Status, Failure> {
     if let Some(out) = &args.svg {
-        output::check(out, [args.input.as_path()])?;
+        output::check(out, args.inputs.iter().map(PathBuf::as_path))?;
     }
-    let bytes = input::read_bytes(&args.input, REPORT_HINTS)?;
-    let report = Report::from_slice(&bytes).map_err(|err| {
-        Failure::new(format!("reading {}: {err}", args.input.display()))
-            .hint("roctx roofline reads the JSON report of a GGML_ROOFLINE_OUT run (schema in docs/roofline.md)")
-    })?;
+    let mut reports = Vec::new();
+    for path in &args.inputs {
+        let bytes = input::read_bytes(path, REPORT_HINTS)?;
+        let report = Report::from_slice(&bytes).map_err(|err| {
+            Failure::new(format!("reading {}: {err}", path.display()))
+                .hint("roctx roofline reads the JSON report of a GGML_ROOFLINE_OUT run (schema in docs/roofline.md)")
+        })?;
+        if let Some(why) = &report.cut_short {
+            messages::print_err(&format!("note: {}: {why}\n", path.display()));
+        }
+        reports.push(report);
+    }
+    let report = join(reports, &args.inputs)?;
     let peaks = resolve_peaks(args, &report)?;
     let mut analysis = analyse(&report, peaks.as_ref());
     if let Some(out) = &args.svg {
@@ -49,12 +57,33 @@ pub(crate) fn run(args: &RooflineArgs) -> Result<Status, Failure> {
         let text = serde_json::to_string_pretty(&analysis).map_err(|err| Failure::new(format!("writing JSON: {err}")))?;
         print(&format!("{text}\n"))?;
     } else {
-        print(&table(&args.input, &analysis, hidden))?;
+        print(&table(&args.inputs, &analysis, hidden))?;
     }
     if let Some(out) = &args.svg {
         messages::print_err(&format!("wrote {}\n", out.display()));
     }
     Ok(Status::Clean)
+}
+
+/// One report of several (a process's and its `fork()` children's, `report.pid<N>.json`, or the
+/// ranks of a job): their rows together, their GPU time summed. They must name one device (the
+/// peaks judge them all).
+fn join(reports: Vec<Report>, paths: &[PathBuf]) -> Result<Report, Failure> {
+    let mut reports = reports.into_iter().zip(paths);
+    let Some((mut joined, first)) = reports.next() else { return Err(Failure::new("no report given")) };
+    for (r, path) in reports {
+        if !r.device.is_empty() && !joined.device.is_empty() && r.device != joined.device {
+            return Err(Failure::new(format!("{} is from device {:?}, {} from {:?}: one roofline judges one device", path.display(), r.device, first.display(), joined.device))
+                .hint("run roctx roofline on each device's reports apart"));
+        }
+        if joined.device.is_empty() {
+            joined.device = r.device;
+        }
+        joined.total_gpu_time_us += r.total_gpu_time_us;
+        joined.rows.extend(r.rows);
+        joined.cut_short = joined.cut_short.or(r.cut_short);
+    }
+    Ok(joined)
 }
 
 /// The peaks to judge the report by, or `None` (with a warning) when there are none.
@@ -111,10 +140,12 @@ fn bound(g: &Group) -> String {
 }
 
 /// The text report: header, then one line per group.
-fn table(path: &Path, a: &Analysis, hidden: usize) -> String {
+fn table(paths: &[PathBuf], a: &Analysis, hidden: usize) -> String {
     let mut out = String::new();
     let schema = a.schema_version.map_or_else(|| "llama.cpp reference format".to_owned(), |v| format!("schema {v}"));
-    let _ = writeln!(out, "report: {} ({schema})", path.display());
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let joined = if paths.len() > 1 { ", joined" } else { "" };
+    let _ = writeln!(out, "report: {} ({schema}{joined})", shown.join(" + "));
     let device = if a.device.is_empty() { "(not set)".to_owned() } else { printable(&a.device) };
     match &a.peaks {
         Some(p) => {

@@ -97,6 +97,29 @@ fn json_reports_the_same_analysis() {
     assert!(close(&groups[3]["roof"]["single_issue"]["peak_flops"], 14.848e12));
 }
 
+// --- several reports, and a report cut short ----------------------------------------------------
+
+#[test]
+fn several_reports_are_joined_and_a_cut_short_one_says_so() {
+    let dir = Dir::new("roofline_join");
+    copy(&dir, "decode_gfx1151.json");
+    // A fork child's report beside it, written at the SIGTERM that ended the child (issue 29).
+    let mut child: Value = serde_json::from_slice(&fs::read(fixture("decode_gfx1151.json")).unwrap()).unwrap();
+    child["cut_short"] = Value::from("cut short by SIGTERM: what was captured until the process ended by it");
+    dir.write("decode_gfx1151.pid42.json", child.to_string().as_bytes());
+    let run = dir.command().args(["roofline", "decode_gfx1151.json", "decode_gfx1151.pid42.json"]).expect(0);
+    assert!(run.stdout.starts_with("report: decode_gfx1151.json + decode_gfx1151.pid42.json (schema 1, joined)\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("total GPU time: 1991 us (12 rows analysed, 1991 us; 2 left out)"), "{}", run.stdout);
+    assert_eq!(row(&run.stdout, "MUL_MAT")[2..4], ["4", "1528.0"]);
+    assert_eq!(run.stderr, "note: decode_gfx1151.pid42.json: cut short by SIGTERM: what was captured until the process ended by it\n");
+    // Another device's report is refused: one roofline judges one device.
+    child["device"] = Value::from("gfx942");
+    child.as_object_mut().unwrap().remove("cut_short");
+    dir.write("mi300x.json", child.to_string().as_bytes());
+    let err = dir.command().args(["roofline", "decode_gfx1151.json", "mi300x.json"]).expect(2).stderr;
+    assert!(err.contains("mi300x.json is from device \"gfx942\", decode_gfx1151.json from \"gfx1151\": one roofline judges one device"), "{err}");
+}
+
 // --- SVG ---------------------------------------------------------------------------------------
 
 /// Checks that `text` is well-formed XML as far as an SVG needs: tags nest and close, attribute
