@@ -9,6 +9,7 @@
 // for the MoE read-back: hipStreamSynchronize and hipMemcpy over host memory, which launch a
 // "copy kernel" through the fake SDK as a real blit might.
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -340,6 +341,48 @@ TEST(GgmlRoofline, AForkChildLeavesTheReadBackRingAlone) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.err.find("MoE read-back: none in a fork() child"), std::string::npos) << o.err;
   EXPECT_EQ(Count(o.report, "\"experts_used\": 2"), 1u) << o.report << o.err;
+}
+
+// Issue 29: `test-backend-ops perf` stopped by `timeout` (SIGTERM) or Ctrl-C (SIGINT) mid-run
+// still leaves its report: every op up to the signal with its kernels, marked as cut short, and
+// the process ends by the signal.
+TEST(GgmlRoofline, ARunEndedBySigtermOrSigintStillWritesItsReport) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    const std::string report = capture_test::TmpDir("ggml_roofline") + "/signal" + std::to_string(sig) + ".json";
+    unlink(report.c_str());
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(60);
+      setenv("GGML_ROOFLINE_OUT", report.c_str(), 1);
+      ggml_cuda_roofline_init();
+      auto dispatch = Dispatch();
+      if (dispatch == nullptr) _exit(11);
+      ggml_tensor a = Tensor(kF32, {4096, 1}), b = Tensor(kF32, {4096, 1});
+      ggml_tensor add = Node(kOpAdd, kF32, {4096, 1}, {&a, &b}, "add");
+      for (uint64_t i = 1;; ++i) {
+        ggml_cuda_roofline_begin_op(&add, nullptr);
+        dispatch(2, i * 1000, i * 1000 + 500, 1, 1);
+        if (i == 20 && write(ready[1], "x", 1) != 1) _exit(12);
+        usleep(500);
+      }
+    }
+    close(ready[1]);
+    char byte = 0;
+    ASSERT_EQ(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+    const std::string r = capture_test::ReadFile(report);
+    const std::string mark = std::string("\"cut_short\": \"cut short by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    EXPECT_NE(r.find(mark), std::string::npos) << r.substr(0, 400);
+    EXPECT_GE(Count(r, "\"invocation\": "), 20u) << r.substr(0, 400);
+    EXPECT_NE(r.find("\"ggml_op\": \"ADD\""), std::string::npos);
+  }
 }
 
 TEST(GgmlRoofline, LlamaCppSequenceWritesTheReportAtExit) {

@@ -6,7 +6,9 @@
 // with the neutral value. What was recorded is read back through the C API of the same loaded
 // instance (dlsym), in an in-process session.
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -475,6 +477,69 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   EXPECT_EQ(Count(json, "\"nvtx_range\":\"XlaModule:#hlo_module=jit_step,program_id=3#\""), 2u) << json;
   EXPECT_NE(json.find("grid:256,1,1 block:128,1,1"), std::string::npos) << json;
   EXPECT_EQ(Count(json, "\"ph\":\"s\""), 2u) << "an arrow per kernel launched inside a range\n" << json;
+}
+
+// Issue 29: a JAX-like run (NVTX ranges, kernels through CUPTI) ended by SIGTERM still writes
+// its XSpace, kernels included, marked as cut short, and ends by the signal. Its own target
+// (nvtx_injection_signals_test): the child must be the first in its process to load the
+// library, with ROCTX_UTILS_XSPACE_OUT set.
+TEST(NvtxSignals, ARunEndedBySigtermStillWritesItsRangesAndKernels) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/nvtx_signals";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(60);
+    setenv("ROCTX_UTILS_XSPACE_OUT", dir.c_str(), 1);
+    Client c;
+    if (Init(c) != 1) _exit(10);
+    auto create = c.get<void* (*)(const char*)>(c.core2, kDomainCreateA);
+    auto reg = c.get<void* (*)(void*, const char*)>(c.core2, kDomainRegisterStringA);
+    auto push = c.get<int (*)(void*, const EventAttributes*)>(c.core2, kDomainRangePushEx);
+    auto pop = c.get<int (*)(void*)>(c.core2, kDomainRangePop);
+    void* tsl = create("TSL");
+    EventAttributes thunk = Attr(3, reg(tsl, "Thunk:#hlo_op=fusion.9#"));
+    push(tsl, &thunk);  // the first range starts the library (and CUPTI, and the session)
+    pop(tsl);
+    void* cupti = dlopen(std::getenv("ROCTX_UTILS_CUPTI_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+    auto launch = cupti ? reinterpret_cast<uint32_t (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, int32_t, int32_t)>(
+                              dlsym(cupti, "fake_cupti_launch"))
+                        : nullptr;
+    if (launch == nullptr) _exit(11);
+    for (int i = 0;; ++i) {
+      push(tsl, &thunk);
+      const uint64_t t = BoottimeNs();
+      launch("signal_fusion_9", t + 1000, t + 2000, 0, 7, 64, 128);
+      pop(tsl);
+      if (i == 20 && write(ready[1], "x", 1) != 1) _exit(12);
+      usleep(500);
+    }
+  }
+  close(ready[1]);
+  char byte = 0;
+  int status = 0;
+  if (read(ready[0], &byte, 1) != 1) {
+    waitpid(pid, &status, 0);
+    FAIL() << "the child ended before its run: status " << status;
+  }
+  kill(pid, SIGTERM);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
+  FILE* p = popen(("find " + dir + " -type f").c_str(), "r");
+  std::string found;
+  char line[1024];
+  while (p && fgets(line, sizeof(line), p)) found += line;
+  if (p) pclose(p);
+  ASSERT_EQ(Count(found, "\n"), 1u) << "one file, no temporary:\n" << found;
+  ASSERT_NE(found.find(".xplane.pb\n"), std::string::npos) << found;
+  std::ifstream in(found.substr(0, found.size() - 1), std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string xspace = bytes.str();
+  EXPECT_NE(xspace.find("Thunk:#hlo_op=fusion.9#"), std::string::npos);
+  EXPECT_NE(xspace.find("signal_fusion_9"), std::string::npos) << "the kernels, flushed from CUPTI at the signal";
+  EXPECT_NE(xspace.find("cut short by SIGTERM"), std::string::npos);
 }
 
 // The entry point, the C API and llama.cpp's hooks (ggml-cuda links this library on CUDA:

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int hipInit(unsigned flags);
 int hipModuleLoadData(uint64_t* module, const char* image);
@@ -71,5 +72,15 @@ int main(int argc, char** argv) {
   for (int t = 0; t < 3; ++t) pthread_create(&threads[t], NULL, worker, (void*)(intptr_t)t);
   for (int t = 0; t < 3; ++t) pthread_join(threads[t], NULL);
   printf("stock_hip_host: %s\n", g_failed ? "FAILED" : "ok");
+  if (argc > 1 && strcmp(argv[1], "loop") == 0) {
+    /* A long run cut short (issue 29): after the work, idle ranges until a signal ends it. */
+    printf("stock_hip_host: looping\n");
+    fflush(stdout);
+    for (;;) {
+      roctxRangePushA("idle");
+      usleep(1000);
+      roctxRangePop();
+    }
+  }
   return g_failed ? 1 : 0;
 }

@@ -154,6 +154,13 @@ typedef struct roctx_utils_snapshot roctx_utils_snapshot;
  * ranges still open now are dropped and counted (open_at_stop), not closed at the stop time. */
 int roctx_utils_session_stop(roctx_utils_snapshot** out);
 
+/* Writes what was captured so far to the configured outputs now, as SIGUSR1 does: the running
+ * automatic session's XSpace (ROCTX_UTILS_XSPACE_OUT; one file per session, replaced whole by each
+ * snapshot and by the final write) and the roofline report (its path, replaced whole), each
+ * marked as a snapshot. OK when something was written; NOT_RUNNING when there is nothing to
+ * write (no output set, no session running) or the process is exiting. */
+int roctx_utils_flush(void);
+
 /* What the running session captured so far, without stopping it. */
 roctx_utils_snapshot* roctx_utils_session_snapshot(void);
 

@@ -166,6 +166,33 @@ else
   fail "$name" "exit $rc"
 fi
 
+# ---- Python stopped with Ctrl-C (issue 29): the write comes first, then Python's own handler
+# (KeyboardInterrupt, its traceback), and Python ends by SIGINT without C exit hooks ----
+name=python-sigint
+log=$WORK/$name.log
+cat >"$WORK/forever.py" <<'PYEOF'
+import itertools, sys, time
+import roctx_utils
+for i in itertools.count():
+    with roctx_utils.annotate("py_step"):
+        time.sleep(0.001)
+    if i == 20:
+        print("forever.py: looping", flush=True)
+PYEOF
+"${CLEAN[@]}" ROCM_PATH="$WORK/rocm" setsid "$ROCTX" record -o "$WORK/$name" -- /usr/bin/python3 "$WORK/forever.py" >"$log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q 'forever.py: looping' "$log" 2>/dev/null && break; sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+if [ $rc -eq 130 ] && grep -q 'KeyboardInterrupt' "$log" && grep -q 'roctx record: cut short by SIGINT' "$log"; then
+  pass "$name: written at the signal, then Python's KeyboardInterrupt, ended by SIGINT"
+  xprof_check "$name" "$WORK/$name"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc (expected 130), KeyboardInterrupt $(grep -c KeyboardInterrupt "$log")"
+fi
+
 # ---- failures caught before the command starts: exit 2, the command never runs ----
 # expect_refusal NAME REGEX ROCTX_ARGS... (the command creates $WORK/ran)
 expect_refusal() {
@@ -217,6 +244,27 @@ if [ $rc -eq 42 ] && grep -q 'got TERM' "$WORK/term" 2>/dev/null && grep -q 'pas
 else
   sed 's/^/    /' "$WORK/term.log"
   fail "SIGTERM forwarding" "exit $rc, handler ran: $([ -e "$WORK/term" ] && echo yes || echo no)"
+fi
+
+# A captured run cut short (issue 29): SIGTERM to roctx reaches the command, which writes what it
+# captured (marked as cut short) before it ends by the signal; the summary counts it and says so.
+name=rocm-sigterm
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" FAKE_ROCPROFILER_VERSION=10000 setsid "$ROCTX" record -o "$WORK/$name" \
+  --roofline "$WORK/$name.roofline.json" -- "$HIP_HOST" loop >"$log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q 'stock_hip_host: looping' "$log" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+if [ $rc -eq 143 ] && grep -q 'the command was killed by SIGTERM' "$log" && grep -q 'roctx record: cut short by SIGTERM' "$log" &&
+  grep -q '"cut_short": "cut short by SIGTERM' "$WORK/$name.roofline.json" 2>/dev/null; then
+  pass "$name: the command wrote what it captured, marked, and ended by the signal"
+  summary_says "$name" "$log" '1 process, [0-9]+ ranges, [34] marks, 12 kernels, 6 memory copies'
+  xprof_check "$name" "$WORK/$name" --roctx-rows 4 "${ROWS[@]}"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc (expected 143), or no cut-short file"
 fi
 
 echo "record: $passed passed, $failed failed"

@@ -149,6 +149,10 @@ pub const CUPTI_API: &str = "ROCTX_UTILS_CUPTI_API";
 pub const CLOCK: &str = "ROCTX_UTILS_CLOCK";
 /// `ROCTX_UTILS_ROOFLINE_OUT`.
 pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
+/// `ROCTX_UTILS_SIGNALS`.
+pub const SIGNALS: &str = "ROCTX_UTILS_SIGNALS";
+/// `ROCTX_UTILS_FLUSH_EVERY`.
+pub const FLUSH_EVERY: &str = "ROCTX_UTILS_FLUSH_EVERY";
 /// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
 pub const GGML_ROOFLINE_OUT: &str = "GGML_ROOFLINE_OUT";
 /// ggml's CUDA/HIP backend: any value turns CUDA/HIP graphs off.
@@ -168,7 +172,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 37] = [
+pub const VARS: [Var; 39] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -387,6 +391,20 @@ pub const VARS: [Var; 37] = [
         meaning: "llama.cpp's name for the same report path (`ROCTX_UTILS_ROOFLINE_OUT` wins when both are set)",
     },
     Var {
+        name: SIGNALS,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "on",
+        meaning: "with an output set, SIGINT, SIGTERM and SIGHUP write what was captured (marked cut short) before the process ends as it would have, and SIGUSR1 writes a snapshot; a signal the host handles or ignores is left to it (SIGINT/SIGTERM/SIGHUP: written, then passed on). `0`/`off` installs nothing (docs/reliability.md)",
+    },
+    Var {
+        name: FLUSH_EVERY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "off",
+        meaning: "seconds (at least 1): with an output set, rewrite this process's XSpace and roofline report every so often while it runs, so a SIGKILL loses at most that window",
+    },
+    Var {
         name: GGML_CUDA_DISABLE_GRAPHS,
         owner: Owner::Ggml,
         when: When::RooflineInit,
@@ -523,6 +541,10 @@ pub struct Config {
     pub roofline_out: Option<PathBuf>,
     /// `ROCTX_UTILS_CLOCK`.
     pub clock: ClockRequest,
+    /// `ROCTX_UTILS_SIGNALS`: write on SIGINT, SIGTERM, SIGHUP and SIGUSR1.
+    pub signals: bool,
+    /// `ROCTX_UTILS_FLUSH_EVERY`: the period of the rolling snapshot, if any.
+    pub flush_every: Option<std::time::Duration>,
     /// `ROCTX_UTILS_RUN_NAME` and the launchers' job ids and ranks ([`job`]).
     pub job: JobIdentity,
 }
@@ -627,6 +649,34 @@ impl Config {
             },
         };
 
+        let signals = match lookup(SIGNALS) {
+            None => true,
+            Some(raw) => raw.to_str().and_then(parse_bool).unwrap_or_else(|| {
+                let raw = Shown(&raw);
+                warnings.push(format!("{SIGNALS}={raw:?} is not a boolean (1/0, on/off, true/false, yes/no); using on"));
+                true
+            }),
+        };
+
+        let flush_every = match lookup(FLUSH_EVERY) {
+            None => None,
+            Some(raw) => match raw.to_str().map(str::trim) {
+                Some("" | "0" | "off") => None,
+                Some(text) => match text.parse::<f64>() {
+                    // A day at most: a longer period is no protection, and Duration takes it.
+                    Ok(secs) if (1.0..=86_400.0).contains(&secs) => Some(std::time::Duration::from_secs_f64(secs)),
+                    _ => {
+                        warnings.push(format!("{FLUSH_EVERY}={:?} is not a number of seconds from 1 to 86400; no periodic snapshot", Shown(&raw)));
+                        None
+                    }
+                },
+                None => {
+                    warnings.push(format!("{FLUSH_EVERY}={:?} is not a number of seconds from 1 to 86400; no periodic snapshot", Shown(&raw)));
+                    None
+                }
+            },
+        };
+
         let job = JobIdentity::from_lookup(lookup, &mut warnings);
 
         let config = Config {
@@ -646,6 +696,8 @@ impl Config {
             cupti_api,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
             clock,
+            signals,
+            flush_every,
             job,
         };
         (config, warnings)
@@ -812,6 +864,8 @@ mod tests {
                 cupti_api: CuptiApi::Launches,
                 roofline_out: None,
                 clock: ClockRequest::Auto,
+                signals: true,
+                flush_every: None,
                 job: JobIdentity::default(),
             }
         );

@@ -221,6 +221,33 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     };
     assert_eq!(config.clock, clock, "{}={raw:?}", roctx_config::CLOCK);
 
+    let signals = if has(roctx_config::SIGNALS) {
+        text.and_then(ref_bool).unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::SIGNALS);
+            true
+        })
+    } else {
+        true
+    };
+    assert_eq!(config.signals, signals, "{}={raw:?}", roctx_config::SIGNALS);
+
+    // Seconds from 1 to 86400; empty, 0 and off mean none; anything else warns and means none.
+    let flush_every = if has(roctx_config::FLUSH_EVERY) {
+        match text.map(str::trim) {
+            Some("" | "0" | "off") => None,
+            t => match t.and_then(|t| t.parse::<f64>().ok()).filter(|s| (1.0..=86_400.0).contains(s)) {
+                Some(secs) => Some(std::time::Duration::from_secs_f64(secs)),
+                None => {
+                    expected_warnings.push(roctx_config::FLUSH_EVERY);
+                    None
+                }
+            },
+        }
+    } else {
+        None
+    };
+    assert_eq!(config.flush_every, flush_every, "{}={raw:?}", roctx_config::FLUSH_EVERY);
+
     // The job identity: the first usable run name and rank win; each unusable one before them
     // warns (every listed variable holds the same raw value here).
     let lossy_value = raw.to_string_lossy();

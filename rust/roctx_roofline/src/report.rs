@@ -41,6 +41,10 @@ pub struct Report {
     pub device: String,
     /// Σ of every dispatch's device time, invocation 0 excluded (§3), in µs.
     pub total_gpu_time_us: f64,
+    /// Why this report holds only part of the run, when it does: written at a signal that ended
+    /// the process, or as a snapshot while it ran (docs/reliability.md). Ours only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
     /// One row per op invocation that dispatched a kernel; order unspecified.
     pub rows: Vec<Row>,
 }
@@ -167,7 +171,7 @@ impl std::error::Error for ReportError {}
 impl Report {
     /// An empty report of our schema for `device`.
     pub fn new(device: impl Into<String>) -> Report {
-        Report { schema_version: Some(SCHEMA_VERSION), device: device.into(), total_gpu_time_us: 0.0, rows: Vec::new() }
+        Report { schema_version: Some(SCHEMA_VERSION), device: device.into(), total_gpu_time_us: 0.0, cut_short: None, rows: Vec::new() }
     }
 
     /// The report as pretty JSON: keys in schema order, strings fully escaped, numbers with
@@ -423,8 +427,9 @@ fn parse_report(doc: &Value) -> Result<Report, ReportError> {
     }
     let device = o.string("device")?;
     let total_gpu_time_us = o.time("total_gpu_time_us")?;
+    let cut_short = o.opt("cut_short").map(|v| as_string(v, &o.path("cut_short"))).transpose()?;
     let rows = o.array("rows")?.iter().enumerate().map(|(i, v)| parse_row(v, format!("rows[{i}]"))).collect::<Result<_, _>>()?;
-    Ok(Report { schema_version, device, total_gpu_time_us, rows })
+    Ok(Report { schema_version, device, total_gpu_time_us, cut_short, rows })
 }
 
 fn parse_row(v: &Value, path: String) -> Result<Row, ReportError> {
@@ -515,6 +520,17 @@ mod tests {
 
     fn err(text: &str) -> String {
         Report::from_json(text).expect_err("should be refused").to_string()
+    }
+
+    #[test]
+    fn a_report_cut_short_says_why_and_keeps_it_through_a_round_trip() {
+        let mut r = Report::new("gfx942");
+        assert!(!r.to_json().unwrap().contains("cut_short"), "absent from a complete report");
+        r.cut_short = Some("cut short by SIGTERM".into());
+        let text = r.to_json().unwrap();
+        assert_eq!(Report::from_json(&text).unwrap().cut_short.as_deref(), Some("cut short by SIGTERM"));
+        let bad = r#"{"device":"","total_gpu_time_us":0,"cut_short":7,"rows":[]}"#;
+        assert!(Report::from_json(bad).unwrap_err().to_string().starts_with("cut_short: "), "a wrong type is named");
     }
 
     #[test]

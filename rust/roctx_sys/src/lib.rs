@@ -37,6 +37,7 @@ pub mod os;
 pub mod output;
 pub mod rocprofiler;
 pub mod roctx;
+pub mod signals;
 
 pub use ctext::CText;
 pub use guard::{guard, panics_caught};

@@ -58,8 +58,49 @@ pub fn process_file_stem() -> String {
     job.file_stem(&os::hostname(), std::process::id())
 }
 
+/// The file this process's snapshots of the running session went to ([`write_snapshot`]), and the
+/// pid that wrote it (a `fork()` child inherits the value, not the file).
+static ROLLING: std::sync::Mutex<Option<(u32, PathBuf)>> = std::sync::Mutex::new(None);
+
+fn rolling() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf)>> {
+    let mut guard = ROLLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if guard.as_ref().is_some_and(|(pid, _)| *pid != std::process::id()) {
+        *guard = None;
+    }
+    guard
+}
+
+/// Writes the running session so far (`snapshot`, exported as `t`) to `ROCTX_UTILS_XSPACE_OUT`,
+/// when it is set: a periodic, requested or signal-time snapshot. One file per session, the
+/// first snapshot's new name, replaced whole by each later snapshot and by the session's final
+/// write; never seen half-written (a temporary renamed over it). Returns the path.
+pub fn write_snapshot(t: &Trace) -> Option<PathBuf> {
+    let config = roctx_config::get();
+    let dir = config.xspace_out.as_ref()?;
+    let var = roctx_config::XSPACE_OUT;
+    let mut rolling = rolling();
+    let written = match rolling.as_ref() {
+        Some((_, path)) => roctx_sys::output::replace_regular(path, &xplane::standalone_xspace_bytes(t)).map(|()| path.clone()),
+        None => {
+            let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
+            write_logdir_as(t, dir, run, &process_file_stem())
+        }
+    };
+    match written {
+        Ok(path) => {
+            *rolling = Some((std::process::id(), path.clone()));
+            Some(path)
+        }
+        Err(e) => {
+            log::warn(format_args!("{var}={}: could not write the snapshot: {e}", dir.display()));
+            None
+        }
+    }
+}
+
 /// Writes a stopped session (its `snapshot`, exported as `t`) to `ROCTX_UTILS_XSPACE_OUT`, when
-/// it is set.
+/// it is set: over the session's snapshot file when one was written ([`write_snapshot`]), else
+/// a new file.
 pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
     let config = roctx_config::get();
     let Some(dir) = &config.xspace_out else { return };
@@ -75,7 +116,12 @@ pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
     // The job's run name, so every process of the job lands in one run directory (XProf shows
     // one run with an entry per process); else the time of this write.
     let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
-    match write_logdir_as(t, dir, run, &process_file_stem()) {
+    let snapshot_file = rolling().take().map(|(_, path)| path);
+    let written = match snapshot_file {
+        Some(path) => roctx_sys::output::replace_regular(&path, &xplane::standalone_xspace_bytes(t)).map(|()| path),
+        None => write_logdir_as(t, dir, run, &process_file_stem()),
+    };
+    match written {
         Ok(path) => {
             log::result(format_args!(
                 "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",

@@ -262,6 +262,15 @@ pub unsafe extern "C" fn roctx_utils_session_stop(out: *mut *mut SnapshotHandle)
     })
 }
 
+/// `roctx_utils_flush`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_flush() -> i32 {
+    guard(STATUS_INTERNAL, || {
+        let _ = runtime::get();
+        if runtime::signals::flush() { STATUS_OK } else { STATUS_NOT_RUNNING }
+    })
+}
+
 /// `roctx_utils_session_snapshot`.
 #[no_mangle]
 pub extern "C" fn roctx_utils_session_snapshot() -> *mut SnapshotHandle {

@@ -15,7 +15,9 @@
 //! 3. **bind roctx** ([`roctx`]: the search order, and refusing a library whose first call would
 //!    make rocprofiler-register abort);
 //! 4. **start the automatic session** when `ROCTX_UTILS_XSPACE_OUT` is set and no explicit
-//!    session came first, and register the exit hook that stops and writes it.
+//!    session came first, and register the exit hook that stops and writes it;
+//! 5. **signals and snapshots** ([`signals`]): with an output set, the thread that writes what
+//!    was captured at SIGINT/SIGTERM/SIGHUP, on SIGUSR1, and every `ROCTX_UTILS_FLUSH_EVERY`.
 //!
 //! Concurrent first callers wait for the sequence, so their first range already sees the
 //! automatic session. Every later call is one acquire load of the latch. Nothing in the
@@ -24,7 +26,8 @@
 //! # Shutdown
 //!
 //! With `ROCTX_UTILS_XSPACE_OUT` set, an `atexit` hook stops the running session, which writes
-//! it ([`stop_session`] hands every stopped session to the exporter).
+//! it ([`stop_session`] hands every stopped session to the exporter). A process ended by a
+//! signal runs no `atexit` hook: [`signals`] writes before the signal takes effect.
 //!
 //! # Fork
 //!
@@ -37,6 +40,7 @@ mod roctx;
 
 mod fork;
 pub mod roofline;
+pub mod signals;
 pub mod xprof;
 pub mod tool_library;
 
@@ -96,6 +100,7 @@ fn start() -> &'static Runtime {
         let runtime = Runtime { roctx: roctx::bind(config) }; // 3.
         auto_session(config, runtime.roctx_flavor()); // 4.
         roofline_at_exit(config);
+        signals::start(config); // 5.
         runtime
     })
 }

@@ -20,10 +20,16 @@ pub fn reset() {
 /// Flushes and writes the report to `path`, replacing only a regular file; prints the
 /// llama.cpp summary line, or what failed with the path and the reason. Returns whether it wrote.
 pub fn write(path: &Path) -> bool {
+    write_marked(path, None)
+}
+
+/// [`write`], the report marked as holding only part of the run (`cut_short`: why) when given.
+pub fn write_marked(path: &Path, cut_short: Option<&str>) -> bool {
     listener::kernels::flush();
     listener::moe::resolve_all();
     let snapshot = roctx_kernels::snapshot();
-    let report = roctx_roofline::build::report(&snapshot);
+    let mut report = roctx_roofline::build::report(&snapshot);
+    report.cut_short = cut_short.map(str::to_owned);
     let json = match report.to_json() {
         Ok(json) => json,
         Err(e) => {
@@ -36,15 +42,29 @@ pub fn write(path: &Path) -> bool {
         return false;
     }
     let unique: std::collections::BTreeSet<_> = snapshot.invocations.values().map(|i| i.geometry).collect();
-    log::result(format_args!(
-        "roofline: wrote {} ({} invocations, {} unique ops, {:.1} us GPU time{})",
+    let line = format!(
+        "roofline: wrote {} ({} invocations, {} unique ops, {:.1} us GPU time{}{})",
         path.display(),
         report.rows.len(),
         unique.len(),
         report.total_gpu_time_us,
-        losses(&snapshot.stats)
-    ));
+        losses(&snapshot.stats),
+        cut_short.map_or_else(String::new, |why| format!("; {why}"))
+    );
+    // A periodic snapshot says so only at info: one line every few seconds would drown the run's.
+    if cut_short.is_some_and(|why| why.starts_with(super::signals::PERIODIC)) {
+        log::info(format_args!("{line}"));
+    } else {
+        log::result(format_args!("{line}"));
+    }
     true
+}
+
+/// The path this process writes its report to: the configured one, or beside it in a `fork()`
+/// child ([`child_report`]).
+pub fn own_path() -> Option<std::path::PathBuf> {
+    let path = roctx_config::get().roofline_out.as_ref()?;
+    Some(if roctx_sys::os::is_fork_child() { child_path(path, std::process::id()) } else { path.clone() })
 }
 
 fn losses(s: &roctx_kernels::KernelStats) -> String {

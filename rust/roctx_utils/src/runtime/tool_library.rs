@@ -110,6 +110,7 @@ unsafe extern "C" fn initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> 
             ensure_exit_hook();
         }
         roofline_at_exit(config);
+        super::signals::start(config);
         0
     })
 }

@@ -1,0 +1,279 @@
+// Issue 29: a run stopped by SIGINT, SIGTERM or a scheduler's time limit still writes what it
+// captured, then ends as it would have without us. Each case is a forked child that sets its
+// environment, records ranges in a loop (the library starts with the child's first range), says
+// when it is under way, and is then signalled by the parent, which checks how it ended and what
+// it left in ROCTX_UTILS_XSPACE_OUT (and, for the roofline report, at its path).
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cc_tests/capture_test_util.h"
+#include "gtest/gtest.h"
+#include "roctx_utils/roctx_utils.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
+
+namespace {
+
+using capture_test::Contains;
+using capture_test::ReadFile;
+using capture_test::TmpDir;
+
+// Every regular file under `dir`, recursively (hidden ones too: a temporary left behind shows).
+void Files(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) Files(path, out);
+    if (S_ISREG(st.st_mode)) out->push_back(path);
+  }
+  closedir(d);
+}
+
+std::vector<std::string> XspaceFiles(const std::string& dir) {
+  std::vector<std::string> all, xspaces;
+  Files(dir, &all);
+  for (const auto& f : all) {
+    if (f.size() > 10 && f.compare(f.size() - 10, 10, ".xplane.pb") == 0) xspaces.push_back(f);
+  }
+  return xspaces;
+}
+
+volatile sig_atomic_t g_host_signal = 0;
+void HostHandler(int sig) { g_host_signal = sig; }
+
+struct Child {
+  pid_t pid = -1;
+  int ready_fd = -1;
+};
+
+// Forks a child that sets `env`, runs `before` (a host's own signal setup, before the library
+// starts), then records steps until told to stop: "step_<n>" ranges, one every millisecond.
+// After 20 steps it writes one byte to the parent. It ends by exit(0) once the host handler saw
+// a signal (then one last range after it), else only by a signal.
+Child Start(const std::vector<std::pair<std::string, std::string>>& env, const std::function<void()>& before = [] {}) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(60);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    before();
+    for (int i = 0;; ++i) {
+      const std::string label = "step_" + std::to_string(i);
+      tsl::profiler::RangePush(nullptr, label.c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      tsl::profiler::RangePop(nullptr);
+      if (i == 20) {
+        char byte = 1;
+        if (write(fds[1], &byte, 1) != 1) _exit(90);
+      }
+      if (g_host_signal != 0) {
+        tsl::profiler::RangePush(nullptr, "after_the_host_handler");
+        tsl::profiler::RangePop(nullptr);
+        std::exit(0);  // the host carries on to a normal exit: the exit hooks write
+      }
+    }
+  }
+  close(fds[1]);
+  return {pid, fds[0]};
+}
+
+bool WaitReady(const Child& c) {
+  char byte = 0;
+  return c.pid > 0 && read(c.ready_fd, &byte, 1) == 1;
+}
+
+// How the child ended: (exited?, exit code or signal); waits at most `limit`.
+std::pair<bool, int> Ended(const Child& c, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(c.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, &status, 0);
+      return {false, -1};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  close(c.ready_fd);
+  if (WIFEXITED(status)) return {true, WEXITSTATUS(status)};
+  if (WIFSIGNALED(status)) return {false, WTERMSIG(status)};
+  return {false, -1};
+}
+
+std::vector<std::pair<std::string, std::string>> Env(const std::string& dir) {
+  return {{"ROCTX_UTILS_XSPACE_OUT", dir}, {"ROCTX_UTILS_CAPTURE", "self"}};
+}
+
+// What a signal-time file must be: one XSpace, marked, holding the steps before the signal; no
+// temporary left beside it.
+void ExpectCutShort(const std::string& dir, const std::string& mark) {
+  std::vector<std::string> all;
+  Files(dir, &all);
+  const std::vector<std::string> xspaces = XspaceFiles(dir);
+  ASSERT_EQ(xspaces.size(), 1u) << "files: " << all.size();
+  EXPECT_EQ(all.size(), 1u) << "a temporary or a second file was left: " << all.back();
+  const std::string bytes = ReadFile(xspaces[0]);
+  EXPECT_TRUE(Contains(bytes, "step_0"));
+  EXPECT_TRUE(Contains(bytes, "step_20"));
+  EXPECT_TRUE(Contains(bytes, mark)) << "not marked as cut short";
+}
+
+TEST(Signals, SigtermWritesWhatWasCapturedAndEndsByTheSignal) {
+  const std::string dir = TmpDir("sigterm");
+  const Child c = Start(Env(dir));
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGTERM));
+  ExpectCutShort(dir, "cut short by SIGTERM");
+}
+
+TEST(Signals, SigintAndSighupToo) {
+  for (int sig : {SIGINT, SIGHUP}) {
+    const std::string dir = TmpDir(sig == SIGINT ? "sigint" : "sighup");
+    const Child c = Start(Env(dir));
+    ASSERT_TRUE(WaitReady(c));
+    kill(c.pid, sig);
+    EXPECT_EQ(Ended(c), std::make_pair(false, sig));
+    ExpectCutShort(dir, sig == SIGINT ? "cut short by SIGINT" : "cut short by SIGHUP");
+  }
+}
+
+// A host that handles SIGINT itself (Python's KeyboardInterrupt, a trainer's checkpoint-and-exit):
+// we write first, then its handler runs; it carries on to a normal exit, whose complete file
+// replaces the snapshot (one file, with the range recorded after the handler, and no mark).
+TEST(Signals, TheHostsOwnHandlerStillRunsAndItsExitWritesTheCompleteFile) {
+  const std::string dir = TmpDir("host_handler");
+  const Child c = Start(Env(dir), [] { signal(SIGINT, HostHandler); });
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGINT);
+  EXPECT_EQ(Ended(c), std::make_pair(true, 0)) << "the host's handler did not run";
+  const std::vector<std::string> xspaces = XspaceFiles(dir);
+  ASSERT_EQ(xspaces.size(), 1u);
+  const std::string bytes = ReadFile(xspaces[0]);
+  EXPECT_TRUE(Contains(bytes, "after_the_host_handler"));
+  EXPECT_FALSE(Contains(bytes, "cut short")) << "the exit's complete file replaces the snapshot";
+}
+
+// A signal the process ignores stays ignored (nohup): the run goes on.
+TEST(Signals, AnIgnoredSignalStaysIgnored) {
+  const std::string dir = TmpDir("ignored");
+  const Child c = Start(Env(dir), [] { signal(SIGHUP, SIG_IGN); });
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(waitpid(c.pid, nullptr, WNOHANG), 0) << "SIGHUP ended a process that ignores it";
+  EXPECT_TRUE(XspaceFiles(dir).empty());
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGTERM));
+  ExpectCutShort(dir, "cut short by SIGTERM");
+}
+
+TEST(Signals, SignalsOffInstallsNothing) {
+  const std::string dir = TmpDir("signals_off");
+  auto env = Env(dir);
+  env.push_back({"ROCTX_UTILS_SIGNALS", "0"});
+  const Child c = Start(env);
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGTERM));
+  EXPECT_TRUE(XspaceFiles(dir).empty());
+}
+
+// Slurm at its time limit: SIGTERM, then SIGKILL after a grace period (2 s here). The write is
+// done well within it: the process ends by the SIGTERM, not the SIGKILL.
+TEST(Signals, SlurmsSigtermThenSigkillAfterTwoSeconds) {
+  const std::string dir = TmpDir("slurm");
+  const Child c = Start(Env(dir));
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  const auto ended = Ended(c, std::chrono::milliseconds(2000));
+  if (ended.second == -1) kill(c.pid, SIGKILL);
+  EXPECT_EQ(ended, std::make_pair(false, SIGTERM));
+  ExpectCutShort(dir, "cut short by SIGTERM");
+}
+
+// The same signal twice at once (`timeout` or a terminal's Ctrl-C signals the whole process
+// group: a command under `roctx record` gets it directly and passed on) is one signal: the write
+// is not cut off by its own duplicate. (A second one a second or more into the write ends the
+// process at once.)
+TEST(Signals, TheSameSignalTwiceAtOnceIsWrittenForOnce) {
+  const std::string dir = TmpDir("twice");
+  const Child c = Start(Env(dir));
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGTERM));
+  ExpectCutShort(dir, "cut short by SIGTERM");
+}
+
+// ROCTX_UTILS_FLUSH_EVERY: a rolling snapshot, so a SIGKILL (no handler runs) loses at most the
+// last period. One file per process, replaced whole.
+TEST(Signals, APeriodicSnapshotSurvivesSigkill) {
+  const std::string dir = TmpDir("periodic");
+  auto env = Env(dir);
+  env.push_back({"ROCTX_UTILS_FLUSH_EVERY", "1"});
+  const Child c = Start(env);
+  ASSERT_TRUE(WaitReady(c));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  kill(c.pid, SIGKILL);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGKILL));
+  ExpectCutShort(dir, "snapshot while the process ran (ROCTX_UTILS_FLUSH_EVERY)");
+}
+
+// SIGUSR1 writes now and the run goes on; roctx_utils_flush() does the same from code.
+TEST(Signals, Sigusr1AndTheFlushCallWriteNow) {
+  const std::string dir = TmpDir("usr1");
+  const Child c = Start(Env(dir));
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGUSR1);
+  std::vector<std::string> xspaces;
+  for (int i = 0; i < 400 && xspaces.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    xspaces = XspaceFiles(dir);
+  }
+  ASSERT_EQ(xspaces.size(), 1u);
+  EXPECT_EQ(waitpid(c.pid, nullptr, WNOHANG), 0) << "SIGUSR1 ended the run";
+  EXPECT_TRUE(Contains(ReadFile(xspaces[0]), "snapshot on request"));
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(false, SIGTERM));
+  ExpectCutShort(dir, "cut short by SIGTERM");  // the same file, replaced
+
+  const std::string dir2 = TmpDir("flush_call");
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : Env(dir2)) setenv(k.c_str(), v.c_str(), 1);
+    tsl::profiler::RangePush(nullptr, "step_0");
+    tsl::profiler::RangePop(nullptr);
+    const int first = roctx_utils_flush();
+    const bool written = XspaceFiles(dir2).size() == 1;
+    _exit(first == ROCTX_UTILS_OK && written ? 0 : 1);  // _exit: no exit write after it
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::vector<std::string> flushed = XspaceFiles(dir2);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_TRUE(Contains(ReadFile(flushed[0]), "snapshot on request"));
+}
+
+}  // namespace

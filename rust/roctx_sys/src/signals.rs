@@ -1,0 +1,310 @@
+//! SIGINT, SIGTERM, SIGHUP and SIGUSR1 turned into requests for a thread of ours (issue 29).
+//!
+//! The handler does only what is async-signal-safe: it writes one byte to a pipe and returns,
+//! so the interrupted thread carries on (and releases whatever lock it held) while the runtime's
+//! thread ([`Requests::wait`]) writes what was captured. Then [`pass_on`] puts the disposition
+//! the process had before us back and sends the signal again: with the default one the process
+//! ends by that signal (its exit status is the signal's), with the host's own handler that
+//! handler runs, in signal context, as if we were not there.
+//!
+//! - A signal the process ignores is never taken over; SIGUSR1 only where nobody handles it
+//!   (its default is to end the process).
+//! - A second SIGINT/SIGTERM/SIGHUP while the first is being written stops at once: the handler
+//!   itself puts the old disposition back and raises (default) or calls the host's handler. One
+//!   within a second of the first is taken for the first delivered twice (a process group's
+//!   signal reaches a command directly and through `roctx record`) and absorbed.
+//!   Our files are written to hidden temporaries renamed into place, so no partial file is ever
+//!   visible under an output name.
+//! - A `fork()` child inherits the handlers but not the thread: there the handler stops at once
+//!   too (the pid it was installed in is not the child's).
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use libc::c_int;
+
+/// The signals that end a process and get a final write.
+pub const ENDING: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signal that asks for a snapshot now.
+pub const FLUSH: c_int = libc::SIGUSR1;
+const ALL: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
+
+/// What the runtime's thread is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Write a snapshot (SIGUSR1).
+    Flush,
+    /// Write what was captured, then [`pass_on`] this signal.
+    End(c_int),
+}
+
+/// The dispositions we replaced, by [`ALL`]'s index (`None`: not ours).
+struct Previous([Option<libc::sigaction>; 4]);
+// SAFETY: plain C data, written once before any handler of ours can run, then only read.
+unsafe impl Sync for Previous {}
+// SAFETY: as above.
+unsafe impl Send for Previous {}
+
+static PREVIOUS: OnceLock<Previous> = OnceLock::new();
+/// The pipe's write end (-1: none), and the pid that installed the handlers.
+static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+static OWNER: AtomicI32 = AtomicI32::new(0);
+/// An ending signal is being written for, since this `CLOCK_MONOTONIC` time.
+static ENDING_NOW: AtomicBool = AtomicBool::new(false);
+static FIRST_NS: AtomicU64 = AtomicU64::new(0);
+/// A second ending signal this soon after the first is the same one delivered twice.
+const SAME_SIGNAL_NS: u64 = 1_000_000_000;
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in ns (async-signal-safe).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // CAST: both fields are non-negative for CLOCK_MONOTONIC.
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// The receiving end of the handlers' pipe.
+#[derive(Debug)]
+pub struct Requests {
+    read: RawFd,
+}
+
+/// The signals [`install`] took over, and the ones it left to the host (with why).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// Signals whose disposition is now ours.
+    pub taken: Vec<c_int>,
+    /// (signal, "ignored" / "handled by the host") for the ones left alone.
+    pub left: Vec<(c_int, &'static str)>,
+}
+
+impl Requests {
+    /// A pipe for the handlers (and nothing installed yet); `None` if the pipe cannot be made.
+    pub fn new() -> std::io::Result<Requests> {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: a valid two-int array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        WRITE_FD.store(fds[1], Ordering::Release);
+        Ok(Requests { read: fds[0] })
+    }
+
+    /// The next request, or `None` when `timeout` passes first (never, without one).
+    pub fn wait(&self, timeout: Option<Duration>) -> Option<Request> {
+        wait_byte(self.read, timeout).map(|byte| if byte == 0 { Request::Flush } else { Request::End(c_int::from(byte)) })
+    }
+
+    /// Asks for a snapshot, as SIGUSR1 does (from any thread).
+    pub fn request_flush() {
+        send(0);
+    }
+}
+
+/// A pipe between two threads of ours that carries one byte per ring: no heap memory is shared
+/// (the watchdog of an ending write, [`Doorbell::wait`] with a timeout).
+#[derive(Debug)]
+pub struct Doorbell {
+    read: RawFd,
+    write: RawFd,
+}
+
+impl Doorbell {
+    /// A new pipe.
+    pub fn new() -> std::io::Result<Doorbell> {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: a valid two-int array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Doorbell { read: fds[0], write: fds[1] })
+    }
+
+    /// Rings with `byte` (dropped if the pipe is full: rings are waited for one at a time).
+    pub fn ring(&self, byte: u8) {
+        // SAFETY: one readable byte.
+        unsafe { libc::write(self.write, (&byte as *const u8).cast(), 1) };
+    }
+
+    /// The next ring's byte, or `None` when `timeout` passes first (never, without one).
+    pub fn wait(&self, timeout: Option<Duration>) -> Option<u8> {
+        wait_byte(self.read, timeout)
+    }
+}
+
+fn wait_byte(fd: RawFd, timeout: Option<Duration>) -> Option<u8> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                // CAST: clamped to a day (FLUSH_EVERY's most), rounded up so we never spin.
+                left.as_millis().clamp(1, 86_400_000) as c_int
+            }
+        };
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, ms) } <= 0 {
+            continue; // EINTR, or the timeout (checked above)
+        }
+        let mut byte = 0u8;
+        // SAFETY: one writable byte.
+        if unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) } == 1 {
+            return Some(byte);
+        }
+    }
+}
+
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP, and SIGUSR1 when `flush` is true,
+/// wherever the process does not ignore them (and, for SIGUSR1, does not handle it). Call once,
+/// after [`Requests::new`].
+pub fn install(flush: bool) -> Installed {
+    let mut installed = Installed::default();
+    let mut previous: [Option<libc::sigaction>; 4] = [None; 4];
+    // SAFETY: getpid cannot fail.
+    OWNER.store(unsafe { libc::getpid() }, Ordering::Release);
+    for (i, &sig) in ALL.iter().enumerate() {
+        if sig == FLUSH && !flush {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid out-parameter.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue;
+        }
+        if old.sa_sigaction == libc::SIG_IGN {
+            installed.left.push((sig, "ignored"));
+            continue;
+        }
+        if sig == FLUSH && old.sa_sigaction != libc::SIG_DFL {
+            installed.left.push((sig, "handled by the host"));
+            continue;
+        }
+        previous[i] = Some(old);
+    }
+    if PREVIOUS.set(Previous(previous)).is_err() {
+        return installed;
+    }
+    for (i, &sig) in ALL.iter().enumerate() {
+        if previous[i].is_none() {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO (its signature) and
+        // SA_RESTART (the interrupted thread's calls go on as without us).
+        let ok = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut()) == 0
+        };
+        if ok {
+            installed.taken.push(sig);
+        }
+    }
+    installed
+}
+
+/// Whether the host had its own handler for `sig` when we installed ours.
+pub fn host_handles(sig: c_int) -> bool {
+    previous(sig).is_some_and(|old| old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN)
+}
+
+/// Puts back the disposition `sig` had before us and sends it to the process again: the
+/// process ends by it (default) or the host's handler runs. Our handler is gone for `sig`
+/// afterwards; the other signals keep theirs.
+pub fn pass_on(sig: c_int) {
+    if let Some(old) = previous(sig) {
+        // SAFETY: the sigaction the process had.
+        unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+    }
+    FIRST_NS.store(0, Ordering::Release);
+    ENDING_NOW.store(false, Ordering::Release);
+    // SAFETY: a signal to our own pid.
+    unsafe { libc::kill(libc::getpid(), sig) };
+}
+
+/// The signal's name, for messages.
+pub fn name(sig: c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGUSR1 => "SIGUSR1",
+        _ => "a signal",
+    }
+}
+
+fn previous(sig: c_int) -> Option<libc::sigaction> {
+    let i = ALL.iter().position(|&s| s == sig)?;
+    PREVIOUS.get()?.0[i]
+}
+
+fn send(byte: u8) -> bool {
+    let fd = WRITE_FD.load(Ordering::Acquire);
+    // SAFETY: one readable byte; write(2) is async-signal-safe, and the end is non-blocking (a
+    // full pipe drops the byte: requests already wait there).
+    fd >= 0 && unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) } == 1
+}
+
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // Only async-signal-safe calls below, and errno kept for the interrupted code.
+    // SAFETY: errno's location is the thread's.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: getpid is async-signal-safe.
+    let ours = OWNER.load(Ordering::Acquire) == unsafe { libc::getpid() };
+    if sig == FLUSH {
+        if !ours || !send(0) {
+            stop_now(sig, info, context);
+        }
+    } else if ours && ENDING_NOW.swap(true, Ordering::AcqRel) {
+        // A second one while writing: at once, unless it is the first one again (`timeout` and
+        // a terminal's Ctrl-C signal the whole process group: the command gets it directly and
+        // through `roctx record`, microseconds apart).
+        let first = FIRST_NS.load(Ordering::Acquire);
+        if first != 0 && monotonic_ns().saturating_sub(first) >= SAME_SIGNAL_NS {
+            stop_now(sig, info, context);
+        }
+    } else {
+        FIRST_NS.store(monotonic_ns(), Ordering::Release);
+        if !ours || !send(sig as u8) {
+            // A fork child (no thread of ours), or no pipe.
+            stop_now(sig, info, context);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// What the process would have done at `sig` without us, now, from the handler.
+fn stop_now(sig: c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    let Some(old) = previous(sig) else { return };
+    if old.sa_sigaction == libc::SIG_DFL {
+        // SAFETY: back to the default, then raised: pending (blocked while we handle it), it
+        // ends the process as soon as this handler returns.
+        unsafe {
+            libc::sigaction(sig, &old, std::ptr::null_mut());
+            libc::raise(sig);
+        }
+    } else if old.sa_sigaction != libc::SIG_IGN {
+        // SAFETY: the host's handler, called as the kernel would have (with its siginfo and
+        // context when it asked for them).
+        unsafe {
+            if old.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) = std::mem::transmute(old.sa_sigaction);
+                f(sig, info, context);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(old.sa_sigaction);
+                f(sig);
+            }
+        }
+    }
+}
