@@ -239,6 +239,19 @@ TEST(GgmlRoofline, ALargeRoutingIsReadBackWholeToo) {
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
 }
 
+// The read-back tests' op: a top-2 MUL_MAT_ID over 8 experts, one token routed to experts 1
+// and 6.
+struct SmallMoe {
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
+  ggml_tensor ids = Tensor(kI32, {2, 1});
+  int32_t routing[2] = {1, 6};
+  ggml_tensor node = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  SmallMoe() { ids.data = routing; }
+  SmallMoe(const SmallMoe&) = delete;
+  SmallMoe& operator=(const SmallMoe&) = delete;
+};
+
 // 1,030 MoE ops while no copy completes: 1,024 in flight (the ring's size), the other 6 keep the
 // shape bound, visibly; the 1,024 are counted at the report (their events waited for then), none
 // before.
@@ -246,12 +259,8 @@ int MoeRingFull() {
   ggml_cuda_roofline_init();
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
-  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
-  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
-  ggml_tensor ids = Tensor(kI32, {2, 1});
-  int32_t routing[2] = {1, 6};
-  ids.data = routing;
-  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  SmallMoe small;
+  ggml_tensor& moe = small.node;
   int stream = 0;
   fake_hip::Hold(true);
   for (int i = 0; i < 1030; ++i) {
@@ -282,12 +291,8 @@ int MoeFewQueries() {
   ggml_cuda_roofline_init();
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
-  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
-  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
-  ggml_tensor ids = Tensor(kI32, {2, 1});
-  int32_t routing[2] = {1, 6};
-  ids.data = routing;
-  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  SmallMoe small;
+  ggml_tensor& moe = small.node;
   int stream = 0;
   for (int i = 0; i < 1030; ++i) {
     ggml_cuda_roofline_begin_op(&moe, &stream);
@@ -312,12 +317,8 @@ int MoeForkChild() {
   ggml_cuda_roofline_init();
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
-  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
-  ggml_tensor in = Tensor(kF32, {2048, 1, 1});
-  ggml_tensor ids = Tensor(kI32, {2, 1});
-  int32_t routing[2] = {1, 6};
-  ids.data = routing;
-  ggml_tensor moe = Node(kOpMulMatId, kF32, {768, 2, 1}, {&experts, &in, &ids});
+  SmallMoe small;
+  ggml_tensor& moe = small.node;
   int stream = 0;
   fake_hip::Hold(true);  // the parent's copy still in flight at the fork
   ggml_cuda_roofline_begin_op(&moe, &stream);

@@ -479,13 +479,13 @@ TEST_F(NvtxInjection, CuptiKernelsBecomeGpuRowsUnderTheNvtxRangeThatLaunchedThem
   EXPECT_EQ(Count(json, "\"ph\":\"s\""), 2u) << "an arrow per kernel launched inside a range\n" << json;
 }
 
-// Issue 29: a JAX-like run (NVTX ranges, kernels through CUPTI) ended by SIGTERM still writes
+// Issue 29: a JAX-like run (NVTX ranges, kernels through CUPTI) ended by SIGTERM or SIGINT writes
 // its XSpace, kernels included, marked as cut short, and ends by the signal. Its own target
 // (nvtx_injection_signals_test): the child must be the first in its process to load the
 // library, with ROCTX_UTILS_XSPACE_OUT set.
-TEST(NvtxSignals, ARunEndedBySigtermStillWritesItsRangesAndKernels) {
+void EndBySignal(int sig) {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/nvtx_signals";
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/nvtx_signals" + std::to_string(sig);
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   const pid_t pid = fork();
@@ -523,9 +523,9 @@ TEST(NvtxSignals, ARunEndedBySigtermStillWritesItsRangesAndKernels) {
     waitpid(pid, &status, 0);
     FAIL() << "the child ended before its run: status " << status;
   }
-  kill(pid, SIGTERM);
+  kill(pid, sig);
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
   FILE* p = popen(("find " + dir + " -type f").c_str(), "r");
   std::string found;
   char line[1024];
@@ -539,7 +539,14 @@ TEST(NvtxSignals, ARunEndedBySigtermStillWritesItsRangesAndKernels) {
   const std::string xspace = bytes.str();
   EXPECT_NE(xspace.find("Thunk:#hlo_op=fusion.9#"), std::string::npos);
   EXPECT_NE(xspace.find("signal_fusion_9"), std::string::npos) << "the kernels, flushed from CUPTI at the signal";
-  EXPECT_NE(xspace.find("cut short by SIGTERM"), std::string::npos);
+  EXPECT_NE(xspace.find(std::string("cut short by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")), std::string::npos);
+}
+
+TEST(NvtxSignals, ARunEndedBySigtermOrSigintStillWritesItsRangesAndKernels) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    EndBySignal(sig);
+  }
 }
 
 // The entry point, the C API and llama.cpp's hooks (ggml-cuda links this library on CUDA:
