@@ -25,8 +25,6 @@ use std::time::Duration;
 
 use libc::c_int;
 
-/// The signals that end a process and get a final write.
-pub const ENDING: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// The signal that asks for a snapshot now.
 pub const FLUSH: c_int = libc::SIGUSR1;
 const ALL: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
@@ -82,25 +80,16 @@ pub struct Installed {
 }
 
 impl Requests {
-    /// A pipe for the handlers (and nothing installed yet); `None` if the pipe cannot be made.
+    /// A pipe for the handlers (and nothing installed yet).
     pub fn new() -> std::io::Result<Requests> {
-        let mut fds = [0 as c_int; 2];
-        // SAFETY: a valid two-int array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        WRITE_FD.store(fds[1], Ordering::Release);
-        Ok(Requests { read: fds[0] })
+        let (read, write) = pipe()?;
+        WRITE_FD.store(write, Ordering::Release);
+        Ok(Requests { read })
     }
 
     /// The next request, or `None` when `timeout` passes first (never, without one).
     pub fn wait(&self, timeout: Option<Duration>) -> Option<Request> {
         wait_byte(self.read, timeout).map(|byte| if byte == 0 { Request::Flush } else { Request::End(c_int::from(byte)) })
-    }
-
-    /// Asks for a snapshot, as SIGUSR1 does (from any thread).
-    pub fn request_flush() {
-        send(0);
     }
 }
 
@@ -115,12 +104,8 @@ pub struct Doorbell {
 impl Doorbell {
     /// A new pipe.
     pub fn new() -> std::io::Result<Doorbell> {
-        let mut fds = [0 as c_int; 2];
-        // SAFETY: a valid two-int array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Doorbell { read: fds[0], write: fds[1] })
+        let (read, write) = pipe()?;
+        Ok(Doorbell { read, write })
     }
 
     /// Rings with `byte` (dropped if the pipe is full: rings are waited for one at a time).
@@ -133,6 +118,17 @@ impl Doorbell {
     pub fn wait(&self, timeout: Option<Duration>) -> Option<u8> {
         wait_byte(self.read, timeout)
     }
+}
+
+/// A pipe (read end, write end), both ends non-blocking (a handler never waits on a full pipe)
+/// and closed at `exec`.
+fn pipe() -> std::io::Result<(RawFd, RawFd)> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: a valid two-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
 }
 
 fn wait_byte(fd: RawFd, timeout: Option<Duration>) -> Option<u8> {

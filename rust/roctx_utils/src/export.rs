@@ -75,25 +75,29 @@ fn rolling() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf)>> {
 /// first snapshot's new name, replaced whole by each later snapshot and by the session's final
 /// write; never seen half-written (a temporary renamed over it). Returns the path.
 pub fn write_snapshot(t: &Trace) -> Option<PathBuf> {
-    let config = roctx_config::get();
-    let dir = config.xspace_out.as_ref()?;
-    let var = roctx_config::XSPACE_OUT;
+    let dir = roctx_config::get().xspace_out.as_ref()?;
     let mut rolling = rolling();
-    let written = match rolling.as_ref() {
-        Some((_, path)) => roctx_sys::output::replace_regular(path, &xplane::standalone_xspace_bytes(t)).map(|()| path.clone()),
-        None => {
-            let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
-            write_logdir_as(t, dir, run, &process_file_stem())
-        }
-    };
-    match written {
+    match write_process_file(t, dir, rolling.as_ref().map(|(_, path)| path.clone())) {
         Ok(path) => {
             *rolling = Some((std::process::id(), path.clone()));
             Some(path)
         }
         Err(e) => {
-            log::warn(format_args!("{var}={}: could not write the snapshot: {e}", dir.display()));
+            log::warn(format_args!("{}={}: could not write the snapshot: {e}", roctx_config::XSPACE_OUT, dir.display()));
             None
+        }
+    }
+}
+
+/// `t` as this process's file under `dir`: over `existing` (the session's snapshot file) when
+/// there is one, else a new `<run>/<stem>.xplane.pb` (the job's run name, else the time of this
+/// write, so every process of the job lands in one run directory).
+fn write_process_file(t: &Trace, dir: &Path, existing: Option<PathBuf>) -> std::io::Result<PathBuf> {
+    match existing {
+        Some(path) => roctx_sys::output::replace_regular(&path, &xplane::standalone_xspace_bytes(t)).map(|()| path),
+        None => {
+            let run = roctx_config::get().job.run_name.as_ref().map(|(name, _)| name.as_str());
+            write_logdir_as(t, dir, run, &process_file_stem())
         }
     }
 }
@@ -113,15 +117,9 @@ pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
     }
     // Every stopped session gets its own file (write_new never replaces), so a later session,
     // such as one a host's atexit handler stops after ours, cannot overwrite the exit-time one.
-    // The job's run name, so every process of the job lands in one run directory (XProf shows
-    // one run with an entry per process); else the time of this write.
-    let run = config.job.run_name.as_ref().map(|(name, _)| name.as_str());
+    // XProf shows one run with an entry per process ([`write_process_file`]).
     let snapshot_file = rolling().take().map(|(_, path)| path);
-    let written = match snapshot_file {
-        Some(path) => roctx_sys::output::replace_regular(&path, &xplane::standalone_xspace_bytes(t)).map(|()| path),
-        None => write_logdir_as(t, dir, run, &process_file_stem()),
-    };
-    match written {
+    match write_process_file(t, dir, snapshot_file) {
         Ok(path) => {
             log::result(format_args!(
                 "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",

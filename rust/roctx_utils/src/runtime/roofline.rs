@@ -20,11 +20,13 @@ pub fn reset() {
 /// Flushes and writes the report to `path`, replacing only a regular file; prints the
 /// llama.cpp summary line, or what failed with the path and the reason. Returns whether it wrote.
 pub fn write(path: &Path) -> bool {
-    write_marked(path, None)
+    write_marked(path, None, false)
 }
 
-/// [`write`], the report marked as holding only part of the run (`cut_short`: why) when given.
-pub fn write_marked(path: &Path, cut_short: Option<&str>) -> bool {
+/// [`write`], the report marked as holding only part of the run (`cut_short`: why) when given;
+/// `quiet` says so only at info (a periodic snapshot: one line every few seconds would drown
+/// the run's).
+pub fn write_marked(path: &Path, cut_short: Option<&str>, quiet: bool) -> bool {
     listener::kernels::flush();
     listener::moe::resolve_all();
     let snapshot = roctx_kernels::snapshot();
@@ -51,8 +53,7 @@ pub fn write_marked(path: &Path, cut_short: Option<&str>) -> bool {
         losses(&snapshot.stats),
         cut_short.map_or_else(String::new, |why| format!("; {why}"))
     );
-    // A periodic snapshot says so only at info: one line every few seconds would drown the run's.
-    if cut_short.is_some_and(|why| why.starts_with(super::signals::PERIODIC)) {
+    if quiet {
         log::info(format_args!("{line}"));
     } else {
         log::result(format_args!("{line}"));

@@ -14,13 +14,13 @@
 //!
 //! `ROCTX_UTILS_SIGNALS=0` installs no handler (the periodic snapshot still runs when asked for).
 
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use std::ffi::c_int;
 use roctx_config::{log, Config};
-use roctx_sys::signals::{self, Doorbell, Request, Requests};
+use roctx_sys::signals::{self, name as signal_name, Doorbell, Request, Requests};
 
 use crate::{export, listener};
 
@@ -28,9 +28,6 @@ use crate::{export, listener};
 /// process then ends with the files of the last snapshot, if any; a half-written file is never
 /// visible). Below Slurm's and Kubernetes' default grace periods (30 s).
 pub const END_WRITE_LIMIT: Duration = Duration::from_secs(10);
-
-/// How a periodic snapshot's mark begins (the roofline writer logs those at info).
-pub const PERIODIC: &str = "snapshot while the process ran";
 
 /// One write at a time: the thread's, [`flush`]'s and the exit hooks' (see [`at_exit`]).
 static WRITES: Mutex<()> = Mutex::new(());
@@ -49,16 +46,12 @@ impl Why {
     /// The mark the files carry (the roofline report's `cut_short`, an XSpace warning).
     fn mark(self) -> String {
         match self {
-            Why::Periodic => format!("{PERIODIC} ({}): what was captured until then", roctx_config::FLUSH_EVERY),
+            Why::Periodic => format!("snapshot while the process ran ({}): what was captured until then", roctx_config::FLUSH_EVERY),
             Why::Requested => "snapshot on request (SIGUSR1 or roctx_utils_flush) while the process ran: what was captured until then".to_owned(),
             Why::Ending(sig) => format!("cut short by {}: what was captured until the process ended by it", signal_name(sig)),
         }
     }
-}
 
-use signals::name as signal_name;
-
-impl Why {
     /// For the line that says a snapshot was written.
     fn short(self) -> String {
         match self {
@@ -84,30 +77,17 @@ fn start_once(config: &Config) {
         }
         return;
     }
-    let requests = match Requests::new() {
-        Ok(r) => r,
-        Err(e) => {
-            log::warn(format_args!("no pipe for signals ({e}): a run ended by SIGINT/SIGTERM writes nothing, and no periodic snapshot is written"));
-            return;
-        }
-    };
     let every = config.flush_every;
-    let watch = match (Doorbell::new(), Doorbell::new()) {
-        (Ok(armed), Ok(done)) => Watch { armed, done },
-        (Err(e), _) | (_, Err(e)) => {
-            log::warn(format_args!("no pipe for signals ({e}): a run ended by SIGINT/SIGTERM writes nothing, and no periodic snapshot is written"));
-            return;
-        }
-    };
-    // Both live for the process: never joined, and their handles dropped here own nothing the
-    // threads still read.
-    let watch: &'static Watch = Box::leak(Box::new(watch));
-    let spawned = std::thread::Builder::new()
-        .name("roctx-flush-watch".into())
-        .spawn(move || watchdog(watch))
-        .and_then(|_| std::thread::Builder::new().name("roctx-flush".into()).spawn(move || run(&requests, every, watch)));
-    if let Err(e) = spawned {
-        log::warn(format_args!("no thread for signals ({e}): a run ended by SIGINT/SIGTERM writes nothing, and no periodic snapshot is written"));
+    let started = (|| {
+        let requests = Requests::new()?;
+        // Both live for the process: never joined, and their handles dropped here own nothing
+        // the threads still read.
+        let watch: &'static Watch = Box::leak(Box::new(Watch { armed: Doorbell::new()?, done: Doorbell::new()? }));
+        std::thread::Builder::new().name("roctx-flush-watch".into()).spawn(move || watchdog(watch))?;
+        std::thread::Builder::new().name("roctx-flush".into()).spawn(move || run(&requests, every, watch))
+    })();
+    if let Err(e) = started {
+        log::warn(format_args!("no pipe or thread for signals ({e}): a run ended by SIGINT/SIGTERM writes nothing, and no periodic snapshot is written"));
         return;
     }
     roctx_sys::os::at_exit(at_exit);
@@ -197,7 +177,7 @@ fn write(why: Why) -> bool {
     let mark = why.mark();
     let mut wrote = false;
     if let Some(path) = super::roofline::own_path() {
-        wrote |= super::roofline::write_marked(&path, Some(&mark));
+        wrote |= super::roofline::write_marked(&path, Some(&mark), why == Why::Periodic);
     }
     if roctx_config::get().xspace_out.is_some() && roctx_collector::active() {
         // The SDK never delivers by itself: what it holds is part of the snapshot.
