@@ -9,6 +9,10 @@
 // (hipEventQuery: hipErrorNotReady, 600) until hipEventSynchronize on it or Hold(false). Every
 // call is logged with its stream and event (fake_hip::Calls()), fake_hip::Fail(name) makes the
 // next calls of that function return 1, and fake_hip::OnCopy(f) runs f after each copy.
+//
+// With FAKE_ASYNC_CUDA defined, the same calls are CUDA's instead: the runtime's, and the
+// driver's (cuEventRecord, cuStreamWaitEvent, cuMemcpyDtoHAsync_v2, cuCtxGetDevice) that the
+// read-back prefers for the calls it makes every op.
 #ifndef ROCTX_UTILS_CC_TESTS_FAKE_HIP_ASYNC_H_
 #define ROCTX_UTILS_CC_TESTS_FAKE_HIP_ASYNC_H_
 
@@ -18,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fake_hip {
@@ -26,6 +31,7 @@ struct Call {
   std::string name;
   void* stream;
   void* event;
+  std::thread::id thread;  // the read-back's polls are the library's own thread's
 };
 
 struct State {
@@ -46,7 +52,7 @@ inline State& Get() {
 // Logs `name` and says whether it is to fail.
 inline bool Log(const char* name, void* stream, void* event) {
   State& s = Get();
-  if (!s.quiet) s.calls.push_back({name, stream, event});
+  if (!s.quiet) s.calls.push_back({name, stream, event, std::this_thread::get_id()});
   return !s.failing.empty() && s.failing == name;
 }
 
@@ -59,6 +65,10 @@ inline std::vector<Call> Calls() {
   std::lock_guard<std::mutex> lock(Get().mutex);
   return Get().calls;
 }
+
+// The calls logged so far, without the lock: for a fork() child, whose copy of the lock may be
+// held by a thread it does not have (the library's worker, polling an event at the fork).
+inline size_t CallCountInForkChild() { return Get().calls.size(); }
 
 inline void Hold(bool hold) {
   std::lock_guard<std::mutex> lock(Get().mutex);
@@ -78,39 +88,31 @@ inline void Fail(const char* name) {
 
 }  // namespace fake_hip
 
-#define FAKE_HIP_EXPORT extern "C" __attribute__((visibility("default")))
+namespace fake_hip {
 
-FAKE_HIP_EXPORT int hipGetDevice(int* device) {
-  *device = 0;
-  return 0;
-}
-FAKE_HIP_EXPORT int hipHostMalloc(void** p, size_t bytes, unsigned int) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  if (fake_hip::Log("hipHostMalloc", nullptr, nullptr)) return 1;
+inline int HostMalloc(const char* name, void** p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  if (Log(name, nullptr, nullptr)) return 1;
   *p = std::calloc(1, bytes);
-  return *p == nullptr ? 2 : 0;  // hipErrorOutOfMemory
+  return *p == nullptr ? 2 : 0;  // hipErrorOutOfMemory / cudaErrorMemoryAllocation
 }
-FAKE_HIP_EXPORT int hipHostFree(void* p) {
-  std::free(p);
-  return 0;
-}
-FAKE_HIP_EXPORT int hipEventCreateWithFlags(void** event, unsigned int) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  if (fake_hip::Log("hipEventCreateWithFlags", nullptr, nullptr)) return 1;
+inline int EventCreate(const char* name, void** event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  if (Log(name, nullptr, nullptr)) return 1;
   *event = new int(0);
   return 0;
 }
-FAKE_HIP_EXPORT int hipStreamCreateWithFlags(void** stream, unsigned int) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  if (fake_hip::Log("hipStreamCreateWithFlags", nullptr, nullptr)) return 1;
+inline int StreamCreate(const char* name, void** stream) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  if (Log(name, nullptr, nullptr)) return 1;
   *stream = new int(0);
-  fake_hip::Get().side_streams.insert(*stream);
+  Get().side_streams.insert(*stream);
   return 0;
 }
-FAKE_HIP_EXPORT int hipEventRecord(void* event, void* stream) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  fake_hip::State& s = fake_hip::Get();
-  if (fake_hip::Log("hipEventRecord", stream, event)) return 1;
+inline int EventRecord(const char* name, void* event, void* stream) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  State& s = Get();
+  if (Log(name, stream, event)) return 1;
   if (s.hold && s.side_streams.count(stream)) {
     s.held_events.insert(event);
   } else {
@@ -118,33 +120,85 @@ FAKE_HIP_EXPORT int hipEventRecord(void* event, void* stream) {
   }
   return 0;
 }
-FAKE_HIP_EXPORT int hipEventQuery(void* event) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  if (fake_hip::Log("hipEventQuery", nullptr, event)) return 1;
-  return fake_hip::Get().held_events.count(event) ? 600 : 0;
+inline int EventQuery(const char* name, void* event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  if (Log(name, nullptr, event)) return 1;
+  return Get().held_events.count(event) ? 600 : 0;
 }
-FAKE_HIP_EXPORT int hipEventSynchronize(void* event) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  if (fake_hip::Log("hipEventSynchronize", nullptr, event)) return 1;
-  fake_hip::Get().held_events.erase(event);  // the device gets there
+inline int EventSynchronize(const char* name, void* event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  if (Log(name, nullptr, event)) return 1;
+  Get().held_events.erase(event);  // the device gets there
   return 0;
 }
-FAKE_HIP_EXPORT int hipStreamWaitEvent(void* stream, void* event, unsigned int) {
-  std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-  return fake_hip::Log("hipStreamWaitEvent", stream, event) ? 1 : 0;
+inline int StreamWaitEvent(const char* name, void* stream, void* event) {
+  std::lock_guard<std::mutex> lock(Get().mutex);
+  return Log(name, stream, event) ? 1 : 0;
 }
-FAKE_HIP_EXPORT int hipMemcpyAsync(void* dst, const void* src, size_t bytes, int kind, void* stream) {
+inline int CopyToHost(const char* name, void* dst, const void* src, size_t bytes, void* stream) {
   std::function<void()> also;
   {
-    std::lock_guard<std::mutex> lock(fake_hip::Get().mutex);
-    if (fake_hip::Log("hipMemcpyAsync", stream, nullptr)) return 1;
-    if (kind != 2) return 21;  // hipErrorInvalidMemcpyDirection: only device-to-host is asked
+    std::lock_guard<std::mutex> lock(Get().mutex);
+    if (Log(name, stream, nullptr)) return 1;
     std::memcpy(dst, src, bytes);
-    also = fake_hip::Get().on_copy;
+    also = Get().on_copy;
   }
   if (also) also();
   return 0;
 }
+
+}  // namespace fake_hip
+
+#define FAKE_HIP_EXPORT extern "C" __attribute__((visibility("default")))
+
+#ifndef FAKE_ASYNC_CUDA
+FAKE_HIP_EXPORT int hipGetDevice(int* device) {
+  *device = 0;
+  return 0;
+}
+FAKE_HIP_EXPORT int hipHostMalloc(void** p, size_t bytes, unsigned int) { return fake_hip::HostMalloc("hipHostMalloc", p, bytes); }
+FAKE_HIP_EXPORT int hipHostFree(void* p) {
+  std::free(p);
+  return 0;
+}
+FAKE_HIP_EXPORT int hipEventCreateWithFlags(void** event, unsigned int) { return fake_hip::EventCreate("hipEventCreateWithFlags", event); }
+FAKE_HIP_EXPORT int hipStreamCreateWithFlags(void** stream, unsigned int) { return fake_hip::StreamCreate("hipStreamCreateWithFlags", stream); }
+FAKE_HIP_EXPORT int hipEventRecord(void* event, void* stream) { return fake_hip::EventRecord("hipEventRecord", event, stream); }
+FAKE_HIP_EXPORT int hipEventQuery(void* event) { return fake_hip::EventQuery("hipEventQuery", event); }
+FAKE_HIP_EXPORT int hipEventSynchronize(void* event) { return fake_hip::EventSynchronize("hipEventSynchronize", event); }
+FAKE_HIP_EXPORT int hipStreamWaitEvent(void* stream, void* event, unsigned int) { return fake_hip::StreamWaitEvent("hipStreamWaitEvent", stream, event); }
+FAKE_HIP_EXPORT int hipMemcpyAsync(void* dst, const void* src, size_t bytes, int kind, void* stream) {
+  if (kind != 2) return 21;  // hipErrorInvalidMemcpyDirection: only device-to-host is asked
+  return fake_hip::CopyToHost("hipMemcpyAsync", dst, src, bytes, stream);
+}
+#else
+// The CUDA runtime, and the driver calls the read-back makes for every op where the process
+// has them (CUDA's `cudaStream_t` and `cudaEvent_t` are the driver's handles).
+FAKE_HIP_EXPORT int cudaGetDevice(int* device) {
+  *device = 0;
+  return 0;
+}
+FAKE_HIP_EXPORT int cudaMallocHost(void** p, size_t bytes) { return fake_hip::HostMalloc("cudaMallocHost", p, bytes); }
+FAKE_HIP_EXPORT int cudaEventCreateWithFlags(void** event, unsigned int) { return fake_hip::EventCreate("cudaEventCreateWithFlags", event); }
+FAKE_HIP_EXPORT int cudaStreamCreateWithFlags(void** stream, unsigned int) { return fake_hip::StreamCreate("cudaStreamCreateWithFlags", stream); }
+FAKE_HIP_EXPORT int cudaEventRecord(void* event, void* stream) { return fake_hip::EventRecord("cudaEventRecord", event, stream); }
+FAKE_HIP_EXPORT int cudaEventQuery(void* event) { return fake_hip::EventQuery("cudaEventQuery", event); }
+FAKE_HIP_EXPORT int cudaEventSynchronize(void* event) { return fake_hip::EventSynchronize("cudaEventSynchronize", event); }
+FAKE_HIP_EXPORT int cudaStreamWaitEvent(void* stream, void* event, unsigned int) { return fake_hip::StreamWaitEvent("cudaStreamWaitEvent", stream, event); }
+FAKE_HIP_EXPORT int cudaMemcpyAsync(void* dst, const void* src, size_t bytes, int kind, void* stream) {
+  if (kind != 2) return 21;  // cudaErrorInvalidMemcpyDirection
+  return fake_hip::CopyToHost("cudaMemcpyAsync", dst, src, bytes, stream);
+}
+FAKE_HIP_EXPORT int cuCtxGetDevice(int* device) {
+  *device = 0;
+  return 0;
+}
+FAKE_HIP_EXPORT int cuEventRecord(void* event, void* stream) { return fake_hip::EventRecord("cuEventRecord", event, stream); }
+FAKE_HIP_EXPORT int cuStreamWaitEvent(void* stream, void* event, unsigned int) { return fake_hip::StreamWaitEvent("cuStreamWaitEvent", stream, event); }
+FAKE_HIP_EXPORT int cuMemcpyDtoHAsync_v2(void* dst, const void* src, size_t bytes, void* stream) {
+  return fake_hip::CopyToHost("cuMemcpyDtoHAsync_v2", dst, src, bytes, stream);
+}
+#endif
 
 #undef FAKE_HIP_EXPORT
 

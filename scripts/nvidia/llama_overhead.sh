@@ -5,6 +5,7 @@
 # and what the hook adds, then checks the hook's MUL_MAT_ID rows kept their exact routing.
 #
 #   bash scripts/nvidia/llama_overhead.sh BIN [ROUNDS]      # BIN: .devbin (ggml/ and the library)
+#   LLAMA_OVERHEAD_CONFIGS="none cupti hook" bash ...      # some configurations only
 #
 # Cases: a launch-bound ADD f32 [4096]; SOFT_MAX [8192,1]; MUL_MAT q4_K 4096x14336 at 1 token
 # (decode) and 512 (prefill); MUL_MAT_ID q4_K, 128 experts, 8 used, at 1, 8 and 512 tokens.
@@ -30,6 +31,8 @@ OPS="ADD,SOFT_MAX,MUL_MAT,MUL_MAT_ID"
 PARAMS='^type=f32,ne=\[4096,1,1,1\],nr=\[1,1,1,1\],|^type=f32,ne=\[8192,1,1,1\],mask=0,|^type_a=q4_K,type_b=f32,m=4096,n=(1|512),k=14336,|^type_a=q4_K,type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=(1|8|512),k=2048$'
 CONFIGS=(defaults none hook hook_all)
 if [ -f "$BIN/libcupti_only.so" ] && [ -n "$NVLIB" ]; then CONFIGS=(defaults none cupti hook hook_all); fi
+# LLAMA_OVERHEAD_CONFIGS="none cupti hook": a subset, where device time is short.
+if [ -n "${LLAMA_OVERHEAD_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$LLAMA_OVERHEAD_CONFIGS"; fi
 
 run() { # run CONFIG ROUND
   local cfg=$1 round=$2

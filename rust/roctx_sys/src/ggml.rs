@@ -114,8 +114,7 @@ pub struct DeviceCopy {
     sync: unsafe extern "C" fn(*mut c_void) -> c_int,
     /// `hipMemcpy` / `cudaMemcpy` (dst, src, bytes, kind).
     memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
-    /// `"hip"` or `"cuda"`.
-    pub runtime: &'static str,
+    hip: bool,
 }
 
 /// The GPU runtime's stream-ordered calls for a MoE read-back that never blocks the stream or
@@ -127,23 +126,55 @@ pub struct AsyncCopy {
     host_alloc: HostAlloc,
     /// `hipEventCreateWithFlags` / `cudaEventCreateWithFlags`.
     event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
-    /// `hipEventRecord` / `cudaEventRecord` (event, stream).
-    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
     /// `hipEventQuery` / `cudaEventQuery`.
     event_query: unsafe extern "C" fn(*mut c_void) -> c_int,
     /// `hipEventSynchronize` / `cudaEventSynchronize`.
     event_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
-    /// `hipStreamWaitEvent` / `cudaStreamWaitEvent` (stream, event, flags).
-    stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> c_int,
     /// `hipStreamCreateWithFlags` / `cudaStreamCreateWithFlags`.
     stream_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
-    /// `hipMemcpyAsync` / `cudaMemcpyAsync` (dst, src, bytes, kind, stream).
-    memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int,
-    /// `hipGetDevice` / `cudaGetDevice`.
-    get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
-    /// `"hip"` or `"cuda"`.
-    pub runtime: &'static str,
+    /// The calls of every read-back.
+    per_op: PerOp,
+    hip: bool,
 }
+
+/// The calls made for every read-back ([`AsyncCopy::enqueue`], [`AsyncCopy::wait`],
+/// [`AsyncCopy::device`]): with CUDA, the driver API's when the process has loaded it, else the
+/// runtime's. Under CUPTI each runtime call is intercepted twice (the runtime's callback, then
+/// the driver call it makes): the driver's calls took 5 us off each 1-token MoE op on the H200
+/// (issue 28). The runtime's streams and events are the driver's (`cudaStream_t` is `CUstream`).
+#[derive(Debug, Clone, Copy)]
+struct PerOp {
+    /// `hipEventRecord` / `cudaEventRecord` / `cuEventRecord` (event, stream).
+    event_record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
+    /// `hipStreamWaitEvent` / `cudaStreamWaitEvent` / `cuStreamWaitEvent` (stream, event, flags).
+    stream_wait_event: unsafe extern "C" fn(*mut c_void, *mut c_void, c_uint) -> c_int,
+    /// `hipGetDevice` / `cudaGetDevice` / `cuCtxGetDevice` (the current context's device: the
+    /// runtime's current device, whose primary context `cudaSetDevice` made current).
+    get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    copy: DeviceToHost,
+    names: &'static PerOpNames,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DeviceToHost {
+    /// `hipMemcpyAsync` / `cudaMemcpyAsync` (dst, src, bytes, kind, stream).
+    Runtime(unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int),
+    /// `cuMemcpyDtoHAsync_v2` (dst, src, bytes, stream).
+    Driver(unsafe extern "C" fn(*mut c_void, *const c_void, usize, *mut c_void) -> c_int),
+}
+
+/// The names [`PerOp`]'s calls fail under.
+#[derive(Debug)]
+struct PerOpNames {
+    record: &'static str,
+    wait: &'static str,
+    copy: &'static str,
+    device: &'static str,
+}
+
+const HIP_PER_OP: PerOpNames = PerOpNames { record: "hipEventRecord", wait: "hipStreamWaitEvent", copy: "hipMemcpyAsync", device: "hipGetDevice" };
+const CUDA_PER_OP: PerOpNames = PerOpNames { record: "cudaEventRecord", wait: "cudaStreamWaitEvent", copy: "cudaMemcpyAsync", device: "cudaGetDevice" };
+const DRIVER_PER_OP: PerOpNames = PerOpNames { record: "cuEventRecord", wait: "cuStreamWaitEvent", copy: "cuMemcpyDtoHAsync_v2", device: "cuCtxGetDevice" };
 
 /// The streams and events of one read-back ([`AsyncCopy::enqueue`]).
 #[derive(Debug, Clone, Copy)]
@@ -166,22 +197,30 @@ enum HostAlloc {
     Cuda(unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int),
 }
 
-/// `hipErrorNotReady` and `cudaErrorNotReady` are both 600.
+/// `hipErrorNotReady`, `cudaErrorNotReady` and `CUDA_ERROR_NOT_READY` are all 600.
 pub const NOT_READY: c_int = 600;
 /// `hipEventDisableTiming` / `cudaEventDisableTiming`.
 const EVENT_DISABLE_TIMING: c_uint = 2;
 /// `hipStreamNonBlocking` / `cudaStreamNonBlocking`.
 const STREAM_NON_BLOCKING: c_uint = 1;
 
-/// A runtime call that failed: its name (without the runtime's prefix) and status.
+/// A runtime or driver call that failed: its name and status.
 pub type CallError = (&'static str, c_int);
 
 fn status(call: &'static str, s: c_int) -> Result<(), CallError> {
     if s == 0 { Ok(()) } else { Err((call, s)) }
 }
 
+/// `concat!("hip", name)` or `concat!("cuda", name)`.
+macro_rules! named {
+    ($hip:expr, $name:literal) => {
+        if $hip { concat!("hip", $name) } else { concat!("cuda", $name) }
+    };
+}
+
 impl AsyncCopy {
-    /// The process's HIP or CUDA runtime functions, if either has them all.
+    /// The process's HIP or CUDA runtime functions, if either has them all (with CUDA, the
+    /// driver's for the calls of every read-back where the process has loaded `libcuda.so.1`).
     pub fn find() -> Option<AsyncCopy> {
         let this = Library::this();
         macro_rules! get {
@@ -195,17 +234,21 @@ impl AsyncCopy {
             let found = (|| {
                 let hip = runtime == "hip";
                 let host_alloc = if hip { HostAlloc::Hip(get!("hipHostMalloc".to_owned())) } else { HostAlloc::Cuda(get!("cudaMallocHost".to_owned())) };
+                let runtime_per_op = PerOp {
+                    event_record: get!(format!("{runtime}EventRecord")),
+                    stream_wait_event: get!(format!("{runtime}StreamWaitEvent")),
+                    get_device: get!(format!("{runtime}GetDevice")),
+                    copy: DeviceToHost::Runtime(get!(format!("{runtime}MemcpyAsync"))),
+                    names: if hip { &HIP_PER_OP } else { &CUDA_PER_OP },
+                };
                 Some(AsyncCopy {
                     host_alloc,
                     event_create: get!(format!("{runtime}EventCreateWithFlags")),
-                    event_record: get!(format!("{runtime}EventRecord")),
                     event_query: get!(format!("{runtime}EventQuery")),
                     event_synchronize: get!(format!("{runtime}EventSynchronize")),
-                    stream_wait_event: get!(format!("{runtime}StreamWaitEvent")),
                     stream_create: get!(format!("{runtime}StreamCreateWithFlags")),
-                    memcpy_async: get!(format!("{runtime}MemcpyAsync")),
-                    get_device: get!(format!("{runtime}GetDevice")),
-                    runtime: if hip { "hip" } else { "cuda" },
+                    per_op: if hip { runtime_per_op } else { driver_per_op().unwrap_or(runtime_per_op) },
+                    hip,
                 })
             })();
             if found.is_some() {
@@ -215,11 +258,16 @@ impl AsyncCopy {
         None
     }
 
+    /// Whether the calls of every read-back are CUDA's driver API.
+    pub fn uses_driver(&self) -> bool {
+        matches!(self.per_op.copy, DeviceToHost::Driver(_))
+    }
+
     /// The calling thread's current device.
     pub fn device(&self) -> Result<c_int, CallError> {
         let mut d: c_int = 0;
         // SAFETY: a valid out-pointer.
-        status("GetDevice", unsafe { (self.get_device)(&mut d) }).map(|()| d)
+        status(self.per_op.names.device, unsafe { (self.per_op.get_device)(&mut d) }).map(|()| d)
     }
 
     /// `bytes` of pinned host memory on the current device's behalf. Never freed by us: freeing
@@ -232,21 +280,21 @@ impl AsyncCopy {
             // SAFETY: a valid out-pointer.
             HostAlloc::Cuda(f) => unsafe { f(&mut p, bytes) },
         };
-        status("HostMalloc", s).map(|()| p.cast())
+        status(if self.hip { "hipHostMalloc" } else { "cudaMallocHost" }, s).map(|()| p.cast())
     }
 
     /// An event without timing on the current device.
     pub fn event(&self) -> Result<*mut c_void, CallError> {
         let mut e: *mut c_void = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        status("EventCreateWithFlags", unsafe { (self.event_create)(&mut e, EVENT_DISABLE_TIMING) }).map(|()| e)
+        status(named!(self.hip, "EventCreateWithFlags"), unsafe { (self.event_create)(&mut e, EVENT_DISABLE_TIMING) }).map(|()| e)
     }
 
     /// A stream of the current device that does not synchronize with the null stream.
     pub fn stream(&self) -> Result<*mut c_void, CallError> {
         let mut s: *mut c_void = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        status("StreamCreateWithFlags", unsafe { (self.stream_create)(&mut s, STREAM_NON_BLOCKING) }).map(|()| s)
+        status(named!(self.hip, "StreamCreateWithFlags"), unsafe { (self.stream_create)(&mut s, STREAM_NON_BLOCKING) }).map(|()| s)
     }
 
     /// Enqueues, without blocking anything: `q.ready` recorded on `q.stream` (where the ids are
@@ -258,12 +306,17 @@ impl AsyncCopy {
     /// for `bytes` until `done` completes; `dst` pinned memory of at least `bytes`, untouched
     /// until `done` completes.
     pub unsafe fn enqueue(&self, q: &Queues, dst: *mut u8, src: *const c_void, bytes: usize) -> Result<(), CallError> {
+        let (f, n) = (&self.per_op, self.per_op.names);
         // SAFETY: per contract.
         unsafe {
-            status("EventRecord", (self.event_record)(q.ready, q.stream))?;
-            status("StreamWaitEvent", (self.stream_wait_event)(q.side, q.ready, 0))?;
-            status("MemcpyAsync", (self.memcpy_async)(dst.cast(), src, bytes, DEVICE_TO_HOST, q.side))?;
-            status("EventRecord", (self.event_record)(q.done, q.side))
+            status(n.record, (f.event_record)(q.ready, q.stream))?;
+            status(n.wait, (f.stream_wait_event)(q.side, q.ready, 0))?;
+            let copied = match f.copy {
+                DeviceToHost::Runtime(copy) => copy(dst.cast(), src, bytes, DEVICE_TO_HOST, q.side),
+                DeviceToHost::Driver(copy) => copy(dst.cast(), src, bytes, q.side),
+            };
+            status(n.copy, copied)?;
+            status(n.record, (f.event_record)(q.done, q.side))
         }
     }
 
@@ -273,7 +326,7 @@ impl AsyncCopy {
     /// A stream and an event of the runtime.
     pub unsafe fn wait(&self, stream: *mut c_void, event: *mut c_void) -> Result<(), CallError> {
         // SAFETY: per contract.
-        status("StreamWaitEvent", unsafe { (self.stream_wait_event)(stream, event, 0) })
+        status(self.per_op.names.wait, unsafe { (self.per_op.stream_wait_event)(stream, event, 0) })
     }
 
     /// Whether `event` has completed: `Ok(false)` while it has not.
@@ -285,7 +338,7 @@ impl AsyncCopy {
         match unsafe { (self.event_query)(event) } {
             0 => Ok(true),
             NOT_READY => Ok(false),
-            s => Err(("EventQuery", s)),
+            s => Err((named!(self.hip, "EventQuery"), s)),
         }
     }
 
@@ -295,8 +348,38 @@ impl AsyncCopy {
     /// An event of the runtime.
     pub unsafe fn finish(&self, event: *mut c_void) -> Result<(), CallError> {
         // SAFETY: per contract.
-        status("EventSynchronize", unsafe { (self.event_synchronize)(event) })
+        status(named!(self.hip, "EventSynchronize"), unsafe { (self.event_synchronize)(event) })
     }
+}
+
+/// The CUDA driver's calls for [`PerOp`], from the process (a host that links `libcuda`, or a
+/// test playing it) or its already loaded `libcuda.so.1` (the runtime opens it privately).
+fn driver_per_op() -> Option<PerOp> {
+    let this = Library::this();
+    // SAFETY: RTLD_NOLOAD only returns a library already loaded and initialised in the process;
+    // kept open for the process's life (its functions are called until exit).
+    let loaded = || unsafe { Library::open(Some("libcuda.so.1"), libc::RTLD_NOW | libc::RTLD_NOLOAD) }.ok().map(|l| &*Box::leak(Box::new(l)));
+    for lib in std::iter::once(Some(&this)).chain(std::iter::once_with(loaded)).flatten() {
+        macro_rules! get {
+            ($name:literal) => {
+                // SAFETY: the driver API's signature of that function (cuda.h), as the field says.
+                unsafe { lib.get(concat!($name, "\0").as_bytes()).map(|s| *s).ok() }
+            };
+        }
+        let found = (|| {
+            Some(PerOp {
+                event_record: get!("cuEventRecord")?,
+                stream_wait_event: get!("cuStreamWaitEvent")?,
+                get_device: get!("cuCtxGetDevice")?,
+                copy: DeviceToHost::Driver(get!("cuMemcpyDtoHAsync_v2")?),
+                names: &DRIVER_PER_OP,
+            })
+        })();
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 /// `hipMemcpyDeviceToHost` and `cudaMemcpyDeviceToHost` are both 2.
@@ -306,11 +389,11 @@ impl DeviceCopy {
     /// The process's HIP or CUDA runtime functions, if either is there.
     pub fn find() -> Option<DeviceCopy> {
         let this = Library::this();
-        for (runtime, sync, memcpy) in [("hip", "hipStreamSynchronize\0", "hipMemcpy\0"), ("cuda", "cudaStreamSynchronize\0", "cudaMemcpy\0")] {
+        for (hip, sync, memcpy) in [(true, "hipStreamSynchronize\0", "hipMemcpy\0"), (false, "cudaStreamSynchronize\0", "cudaMemcpy\0")] {
             // SAFETY: the field types are the runtimes' documented signatures.
             let found = unsafe { (this.get(sync.as_bytes()).map(|s| *s), this.get(memcpy.as_bytes()).map(|s| *s)) };
             if let (Ok(sync), Ok(memcpy)) = found {
-                return Some(DeviceCopy { sync, memcpy, runtime });
+                return Some(DeviceCopy { sync, memcpy, hip });
             }
         }
         None
@@ -324,10 +407,10 @@ impl DeviceCopy {
     /// memory readable for `bytes` bytes.
     pub unsafe fn read(&self, stream: *mut c_void, src: *const c_void, bytes: usize) -> Result<Vec<u8>, CallError> {
         // SAFETY: per contract.
-        status("StreamSynchronize", unsafe { (self.sync)(stream) })?;
+        status(named!(self.hip, "StreamSynchronize"), unsafe { (self.sync)(stream) })?;
         let mut out = vec![0u8; bytes];
         // SAFETY: `out` holds `bytes` writable bytes; `src` per contract.
-        status("Memcpy", unsafe { (self.memcpy)(out.as_mut_ptr().cast(), src, bytes, DEVICE_TO_HOST) })?;
+        status(named!(self.hip, "Memcpy"), unsafe { (self.memcpy)(out.as_mut_ptr().cast(), src, bytes, DEVICE_TO_HOST) })?;
         Ok(out)
     }
 }

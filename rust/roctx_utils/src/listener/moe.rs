@@ -4,19 +4,27 @@
 //! recorded on the op's stream (`ready`: the ids are produced) and one after the copy (`done`).
 //! The op's kernels run meanwhile; the op's stream waits for `done` only before the next op of
 //! the thread is enqueued ([`before_op`]), so a later op cannot overwrite the ids before they
-//! are copied, and the wait costs the device nothing once the copy is done. Slots are resolved
-//! (routing counted into the kernel stage) when their `done` has completed: polled once half
-//! the ring is in flight (a device's newest copy done means all of its copies are), and all of
-//! them at a flush ([`resolve_all`]: a roofline reset or write, an XSpace write).
+//! are copied, and the wait costs the device nothing once the copy is done. With CUDA these
+//! calls are the driver API's where the process has it (`roctx_sys::ggml::AsyncCopy`).
+//!
+//! The routings are counted by a thread of ours (`roctx-moe`), not the host's launching
+//! thread: every [`POLL`] while copies are in flight it retires those done (a stream's newest
+//! copy done means all of its copies are: one query for the lot) and counts them outside the
+//! ring's lock; it parks when none is in flight. Counting a 512-token op's 4,096 ids on the
+//! launching thread, half a ring at a time, cost the H200 8-11 % of that op (the host runs
+//! only a graph ahead of the GPU). A flush ([`resolve_all`]: a roofline reset or write, an
+//! XSpace write, exit) waits for the copies in flight and the worker's batch.
 //!
 //! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse (taken 64 at a
-//! time from one allocation, never freed: that would synchronize the device). Past that, or when a runtime call fails, or the ids
-//! read back are out of range, the op keeps `experts_used` 0 (the report's shape bound), and
-//! the count is reported ([`losses`]). The blocking read-back (stream synchronize and copy)
-//! remains only for a runtime without these calls.
+//! time from one allocation, never freed: that would synchronize the device). Past that, or
+//! when a runtime call fails, or the ids read back are out of range, the op keeps
+//! `experts_used` 0 (the report's shape bound), and the count is reported ([`losses`]). The
+//! blocking read-back (stream synchronize and copy) remains only for a runtime without these
+//! calls.
 //!
-//! One lock, taken only on the `MUL_MAT_ID` path and at flushes (ggml-cuda computes a graph on
-//! one thread per device); the per-op part ([`before_op`]) is a thread-local check.
+//! Locks: the ring's, taken on the `MUL_MAT_ID` path (ggml-cuda computes a graph on one thread
+//! per device) and briefly by the worker; the per-op part ([`before_op`]) is a thread-local
+//! check.
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -123,6 +131,8 @@ pub fn losses() -> Losses {
 
 struct Slot {
     device: i32,
+    /// The stream the copy was enqueued on: copies on one stream complete in its order.
+    stream: usize,
     ready: *mut c_void,
     done: *mut c_void,
     host: *mut u8,
@@ -134,6 +144,8 @@ struct Slot {
 struct Ring {
     copy: AsyncCopy,
     slots: Vec<Slot>,
+    /// Slots with no copy in flight and none being counted.
+    free: Vec<usize>,
     /// Slots in flight, oldest first.
     pending: VecDeque<usize>,
     /// A side stream per device.
@@ -144,13 +156,25 @@ struct Ring {
 }
 
 // SAFETY: the raw pointers are runtime handles and pinned buffers owned by the ring, used only
-// under its lock.
+// under its lock (a slot being counted outside it is in neither `free` nor `pending`).
 unsafe impl Send for Ring {}
 
 static COPY: OnceLock<Option<AsyncCopy>> = OnceLock::new();
 /// Set in a `fork()` child: the ring is left alone there ([`fork_child`]).
 static FORKED: AtomicBool = AtomicBool::new(false);
 static RING: Mutex<Option<Ring>> = Mutex::new(None);
+/// Held while routings are counted (by the worker, or a flush): a flush waits for the worker's
+/// batch. Taken before [`RING`], never after.
+static COUNTING: Mutex<()> = Mutex::new(());
+/// The worker is parked with nothing in flight: the next read-back wakes it.
+static IDLE: AtomicBool = AtomicBool::new(false);
+/// Set at exit: the runtime is going away; the worker stops touching it.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+static WORKER: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
+/// How often the worker looks for copies done while any is in flight.
+const POLL: std::time::Duration = std::time::Duration::from_micros(500);
+/// Polls with nothing in flight before the worker parks (20 ms).
+const LINGER: u32 = 40;
 
 thread_local! {
     /// The (stream, `done` event) the thread's next op must wait for; (0, 0): none.
@@ -162,16 +186,16 @@ pub fn available() -> bool {
     COPY.get_or_init(AsyncCopy::find).is_some()
 }
 
-fn warn_once(runtime: &str, (call, status): CallError) {
+fn warn_once((call, status): CallError) {
     static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {runtime}{call} returned {status}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {call} returned {status}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
 }
 
 /// A read-back whose runtime call failed (this ring's, or the blocking read-back's): counted,
 /// and said once.
-pub fn failed(runtime: &str, error: CallError) {
+pub fn failed(error: CallError) {
     FAILED.fetch_add(1, Ordering::Relaxed);
-    warn_once(runtime, error);
+    warn_once(error);
 }
 
 /// Before an op's kernels are enqueued on this thread: the stream of the last read-back's ids
@@ -189,7 +213,7 @@ pub fn before_op() {
     // stream's device.
     if let Err(error) = unsafe { copy.wait(stream as *mut c_void, event as *mut c_void) } {
         // Not a lost routing: that op's copy was enqueued.
-        warn_once(copy.runtime, error);
+        warn_once(error);
     }
 }
 
@@ -215,33 +239,38 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
     // Registered now, after the runtime's, so it runs before it.
     static AT_EXIT: std::sync::Once = std::sync::Once::new();
     AT_EXIT.call_once(|| roctx_sys::os::at_exit(resolve_at_exit));
-    let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
-    let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), pending: VecDeque::new(), side: HashMap::new(), chunk: std::ptr::null_mut(), chunk_left: 0 });
-    // Polled once half the slots are in flight: each poll then retires many copies, with few
-    // queries (the host runs a graph ahead of the GPU, so most polls would find nothing done).
-    if ring.pending.len() >= SLOTS / 2 {
-        ring.resolve(false);
-    }
-    let slot = match ring.free_slot() {
-        Some(slot) => slot,
-        None => {
+    let started = {
+        let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
+        let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), free: Vec::new(), pending: VecDeque::new(), side: HashMap::new(), chunk: std::ptr::null_mut(), chunk_left: 0 });
+        if matches!(WORKER.get(), Some(None)) && ring.pending.len() >= SLOTS / 2 {
+            // No worker thread could be started: this thread counts, half a ring at a time.
+            for i in ring.take_done(false) {
+                ring.retire(i);
+            }
+        }
+        let Some(slot) = ring.free_slot() else {
             RING_FULL.fetch_add(1, Ordering::Relaxed);
             return false;
+        };
+        // SAFETY: per contract.
+        match unsafe { ring.enqueue(slot, stream, src, layout) } {
+            Ok(done) => {
+                ring.slots[slot].job = Some((invocation, layout));
+                ring.pending.push_back(slot);
+                let _ = WAIT.try_with(|w| w.set((stream as usize, done as usize)));
+                true
+            }
+            Err(error) => {
+                ring.free.push(slot);
+                failed(error);
+                false
+            }
         }
     };
-    // SAFETY: per contract.
-    match unsafe { ring.enqueue(slot, stream, src, layout) } {
-        Ok(done) => {
-            ring.slots[slot].job = Some((invocation, layout));
-            ring.pending.push_back(slot);
-            let _ = WAIT.try_with(|w| w.set((stream as usize, done as usize)));
-            true
-        }
-        Err(error) => {
-            failed(copy.runtime, error);
-            false
-        }
+    if started {
+        wake_worker();
     }
+    started
 }
 
 /// Counts every read-back in flight into the kernel stage, waiting for those not done (a
@@ -250,14 +279,20 @@ pub fn resolve_all() {
     if FORKED.load(Ordering::Relaxed) {
         return;
     }
+    let _counting = COUNTING.lock().unwrap_or_else(PoisonError::into_inner);
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(ring) = guard.as_mut() {
-        ring.resolve(true);
+        for i in ring.take_done(true) {
+            ring.retire(i);
+        }
     }
 }
 
 extern "C" fn resolve_at_exit() {
-    roctx_sys::guard((), resolve_all);
+    roctx_sys::guard((), || {
+        STOPPED.store(true, Ordering::Relaxed);
+        resolve_all();
+    });
 }
 
 /// After `fork()`, in the child: the ring is never touched there. A fork child has none of the
@@ -268,14 +303,82 @@ pub fn fork_child() {
     let _ = WAIT.try_with(|w| w.set((0, 0)));
 }
 
+/// Wakes the worker if it sleeps with nothing in flight, starting it the first time. A thread
+/// of ours counts the routings, not the host's launching thread: counting a 512-token op's ids
+/// is microseconds the GPU would wait for (the host runs only a graph ahead).
+fn wake_worker() {
+    let worker = WORKER.get_or_init(|| match std::thread::Builder::new().name("roctx-moe".into()).spawn(work) {
+        Ok(handle) => Some(handle.thread().clone()),
+        Err(e) => {
+            log::warn(format_args!("roofline: MoE read-back: no worker thread ({e}); the launching thread counts the routings"));
+            None
+        }
+    });
+    if let Some(worker) = worker {
+        if IDLE.load(Ordering::Relaxed) && IDLE.swap(false, Ordering::AcqRel) {
+            worker.unpark();
+        }
+    }
+}
+
+/// The worker: counts the copies done every [`POLL`]; parks after [`LINGER`] polls found none in
+/// flight (between tokens the ring empties: parking then would cost the next op a wake-up).
+fn work() {
+    let mut empty = 0;
+    loop {
+        let in_flight = roctx_sys::guard(false, count_done);
+        empty = if in_flight { 0 } else { empty + 1 };
+        if empty < LINGER {
+            std::thread::sleep(POLL);
+            continue;
+        }
+        empty = 0;
+        IDLE.store(true, Ordering::SeqCst);
+        // A read-back started between the count and IDLE: it saw IDLE false, so look again.
+        let any = RING.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|r| !r.pending.is_empty());
+        if any {
+            IDLE.store(false, Ordering::SeqCst);
+        } else {
+            std::thread::park();
+        }
+    }
+}
+
+/// Counts the slots whose copy is done, outside the ring's lock; returns whether any is still
+/// in flight.
+fn count_done() -> bool {
+    let _counting = COUNTING.lock().unwrap_or_else(PoisonError::into_inner);
+    if STOPPED.load(Ordering::Relaxed) || FORKED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let batch: Vec<(usize, u32, IdsLayout, usize)> = {
+        let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(ring) = guard.as_mut() else { return false };
+        let done = ring.take_done(false);
+        done.into_iter().filter_map(|i| ring.slots[i].job.map(|(inv, layout)| (i, inv, layout, ring.slots[i].host as usize))).collect()
+    };
+    for &(_, invocation, layout, host) in &batch {
+        // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending` until
+        // it is handed back below: nothing writes its pinned bytes meanwhile.
+        record_routing(invocation, unsafe { std::slice::from_raw_parts(host as *const u8, layout.bytes) }, &layout);
+    }
+    let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(ring) = guard.as_mut() else { return false };
+    for &(i, ..) in &batch {
+        ring.slots[i].job = None;
+        ring.free.push(i);
+    }
+    !ring.pending.is_empty()
+}
+
 impl Ring {
     /// A slot with no copy in flight: a free one, or a new one while under [`SLOTS`].
     fn free_slot(&mut self) -> Option<usize> {
-        if let Some(i) = self.slots.iter().position(|s| s.job.is_none()) {
+        if let Some(i) = self.free.pop() {
             return Some(i);
         }
         if self.slots.len() < SLOTS {
-            self.slots.push(Slot { device: -1, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None });
+            self.slots.push(Slot { device: -1, stream: 0, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None });
             return Some(self.slots.len() - 1);
         }
         None
@@ -288,14 +391,6 @@ impl Ring {
     unsafe fn enqueue(&mut self, i: usize, stream: *mut c_void, src: *const c_void, layout: IdsLayout) -> Result<*mut c_void, CallError> {
         let copy = self.copy;
         let device = copy.device()?;
-        let side = match self.side.get(&device) {
-            Some(&s) => s as *mut c_void,
-            None => {
-                let s = copy.stream()?;
-                self.side.insert(device, s as usize);
-                s
-            }
-        };
         let slot = &mut self.slots[i];
         if slot.device != device {
             // Events belong to the device they were created on; a slot's old ones are left to
@@ -316,12 +411,22 @@ impl Ring {
             self.slots[i].host = host;
             self.slots[i].cap = cap;
         }
+        let side = match self.side.get(&device) {
+            Some(&s) => s as *mut c_void,
+            None => {
+                let s = copy.stream()?;
+                self.side.insert(device, s as usize);
+                s
+            }
+        };
         let slot = &self.slots[i];
         let queues = Queues { stream, ready: slot.ready, side, done: slot.done };
         // SAFETY: events and side stream of this device, a pinned buffer of `cap` bytes; the
         // source per contract.
         unsafe { copy.enqueue(&queues, slot.host, src, layout.bytes) }?;
-        Ok(slot.done)
+        let done = slot.done;
+        self.slots[i].stream = side as usize;
+        Ok(done)
     }
 
     /// A [`SLOT_BYTES`] piece of the current pinned chunk, allocating the next chunk when it is
@@ -336,19 +441,20 @@ impl Ring {
         Ok(unsafe { self.chunk.add((CHUNK_SLOTS - 1 - self.chunk_left) * SLOT_BYTES) })
     }
 
-    /// Counts the routing of every slot whose copy is done, oldest first: until the first not
-    /// done, or (`wait`) all of them.
-    fn resolve(&mut self, wait: bool) {
+    /// Takes out of `pending` every slot whose copy is done, oldest first: until the first not
+    /// done, or (`wait`) all of them. A slot whose runtime call failed is counted and freed.
+    fn take_done(&mut self, wait: bool) -> Vec<usize> {
         let copy = self.copy;
+        let mut done = Vec::new();
         if !wait {
-            // A device's copies run in order on its side stream: once its newest is done, all
-            // of them are (one query for the lot).
+            // Copies on one stream complete in its order: once the newest is done, all of
+            // that stream's are (one query for the lot).
             if let Some(&newest) = self.pending.back() {
                 // SAFETY: an event of the ring.
                 if let Ok(true) = unsafe { copy.done(self.slots[newest].done) } {
-                    let device = self.slots[newest].device;
-                    let (done, left): (VecDeque<usize>, VecDeque<usize>) = self.pending.iter().partition(|&&i| self.slots[i].device == device);
-                    done.into_iter().for_each(|i| self.retire(i));
+                    let stream = self.slots[newest].stream;
+                    let (now, left): (VecDeque<usize>, VecDeque<usize>) = self.pending.iter().partition(|&&i| self.slots[i].stream == stream);
+                    done.extend(now);
                     self.pending = left;
                 }
             }
@@ -364,14 +470,16 @@ impl Ring {
             };
             match finished {
                 Ok(false) => break,
-                Ok(true) => self.retire(i),
+                Ok(true) => done.push(i),
                 Err(error) => {
                     self.slots[i].job = None;
-                    failed(copy.runtime, error);
+                    self.free.push(i);
+                    failed(error);
                 }
             }
             self.pending.pop_front();
         }
+        done
     }
 
     /// Counts the routing copied into slot `i`, whose copy is done, and frees the slot.
@@ -381,6 +489,7 @@ impl Ring {
             // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
             record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
         }
+        self.free.push(i);
     }
 }
 
