@@ -337,6 +337,69 @@ TEST(GgmlRoofline, RoutingsAreCountedOffTheLaunchingThread) {
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
 }
 
+// llama.cpp's MoE layer: one ids tensor (a view of the router's argsort, a node's output) read
+// by the gate, up and down MUL_MAT_IDs: one copy for the three, each row exact. An op writing
+// over the ids' bytes (a later node given that memory) ends the sharing: the next MUL_MAT_ID
+// copies again. Ids that are a leaf (an input the host sets) are copied for every op (the
+// tests above).
+int MoeLayerSharesOneCopy() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  fake_hip::Hold(true);  // the copies stay in flight, as on a GPU behind the host
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 2});
+  ggml_tensor probs = Tensor(kF32, {8, 2});
+  ggml_tensor argsort = Node(kOpArgsort, kI32, {8, 2}, {&probs}, "ffn_moe_argsort-0");
+  // Two tokens' ranks; the top-2 columns route them to experts 1 and 6, and 6 and 3.
+  int32_t ranks[16] = {1, 6, 0, 2, 3, 4, 5, 7, 6, 3, 0, 1, 2, 4, 5, 7};
+  argsort.data = ranks;
+  ggml_tensor ids = Tensor(kI32, {2, 2}, "ffn_moe_topk-0");
+  ids.op = kOpView;
+  ids.view_src = &argsort;
+  ids.nb[1] = argsort.nb[1];
+  ids.nb[2] = ids.nb[3] = argsort.nb[2];
+  ids.data = ranks;
+  ggml_tensor gate = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_gate-0");
+  ggml_tensor up = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_up-0");
+  ggml_tensor down = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_down-0");
+  ggml_tensor reuse = Node(kOpAdd, kF32, {4}, {&probs, &probs}, "reuses-the-memory");
+  reuse.data = ranks + 2;
+  int stream = 0;
+  auto copies = [] {
+    int n = 0;
+    for (const auto& call : fake_hip::Calls()) n += call.name == kCopy;
+    return n;
+  };
+  int64_t t = 100000;
+  for (ggml_tensor* node : {&argsort, &gate, &up, &down}) {
+    ggml_cuda_roofline_begin_op(node, &stream);
+    dispatch(2, t, t + 500, 1, 1);
+    t += 1000;
+  }
+  if (copies() != 1) return 20 + copies();
+  for (ggml_tensor* node : {&reuse, &gate}) {
+    ggml_cuda_roofline_begin_op(node, &stream);
+    dispatch(2, t, t + 500, 1, 1);
+    t += 1000;
+  }
+  if (copies() != 2) return 30 + copies();
+  fake_hip::Hold(false);
+  return 0;
+}
+
+TEST(GgmlRoofline, AMoeLayersOpsShareOneCopyOfTheirIds) {
+  const Outcome o = InChild("moe_layer", kActive, MoeLayerSharesOneCopy);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::string compact;
+  for (char c : o.report) {
+    if (c != ' ' && c != '\n') compact += c;
+  }
+  EXPECT_EQ(Count(compact, "\"tokens_per_expert\":[0,1,0,1,0,0,2,0]"), 4u) << o.report;
+  EXPECT_EQ(Count(o.report, "\"experts_used\": 3"), 4u) << o.report;
+  EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
+}
+
 // A fork() child never touches the parent's read-back ring (its streams and events are the
 // parent's; its lock could be held by a thread the child does not have): its MUL_MAT_ID makes no
 // runtime call, is counted, and says so. The parent's own read-back is still exact.

@@ -42,7 +42,7 @@ struct ggml_cgraph {
 };
 
 // Our own numbering, unlike ggml's (MUL_MAT is 29 there, f32 is 0, q4_K is 12).
-enum { kOpMulMat = 1001, kOpAdd = 1002, kOpRmsNorm = 1003, kOpMulMatId = 1004 };
+enum { kOpNone = 0, kOpMulMat = 1001, kOpAdd = 1002, kOpRmsNorm = 1003, kOpMulMatId = 1004, kOpArgsort = 1005, kOpView = 1006 };
 enum { kF32 = 500, kQ4K = 501, kI32 = 502, kF16 = 503 };
 
 extern "C" {
@@ -52,6 +52,9 @@ __attribute__((visibility("default"))) const char* ggml_op_desc(const ggml_tenso
     case kOpAdd: return "ADD";
     case kOpRmsNorm: return "RMS_NORM";
     case kOpMulMatId: return "MUL_MAT_ID";
+    case kOpArgsort: return "ARGSORT";
+    case kOpView: return "VIEW";
+    case kOpNone: return "NONE";  // a leaf: ggml's GGML_OP_NONE is 0 too
   }
   return "?";
 }

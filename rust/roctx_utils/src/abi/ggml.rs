@@ -12,10 +12,12 @@
 //! - `begin_op(node, stream)`: a fresh invocation for `node` on this thread, replacing the
 //!   previous one (pop, then push): every kernel the thread launches until the next `begin_op`
 //!   is the node's. For a `MUL_MAT_ID` with a stream and an `i32` ids tensor, the MoE read-back
-//!   of roofline.md 5.4: the sentinel invocation 0 while the stream is synchronized and the ids
-//!   are copied to the host (any copy kernel that lowers to is no op's), then `experts_used` and
-//!   `tokens_per_expert` from them. Without the HIP/CUDA runtime in the process, or on any
-//!   failure, both stay unknown and consumers use the shape bound.
+//!   of roofline.md 5.4 (`listener::moe`: copied without a sync, counted later) under the
+//!   sentinel invocation 0 (any copy kernel that lowers to is no op's); then `experts_used`
+//!   and `tokens_per_expert` from them. Every node's output range is told to the read-back
+//!   (a copy of ids is shared by later ops until one writes over them). Without the HIP/CUDA
+//!   runtime in the process, or on any failure, both stay unknown and consumers use the shape
+//!   bound.
 //! - `fuse_ops(graph, node_idx, node_count)`: re-points the current invocation at the fused
 //!   group of nodes `[node_idx, node_idx + node_count)`, with the group's external traffic
 //!   (roofline.md 5.3); ignored for fewer than two nodes or without a current invocation.
@@ -115,6 +117,10 @@ pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, stream
         let Some(api) = active() else { return };
         // The last read-back's copy before anything of this op is enqueued.
         moe::before_op();
+        // SAFETY: a node of the graph being computed, valid for the call (contract).
+        if let Some(t) = unsafe { node.as_ref() } {
+            wrote(t);
+        }
         // SAFETY: a node of the graph being computed, valid for the call (contract).
         let Some((id, moe)) = (unsafe { begin(api, node) }) else { return };
         let (_, range) = kernels::current_scope();
@@ -248,6 +254,8 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         // SAFETY: indices within the graph's nodes.
         let nodes: Vec<*const Tensor> = (node_idx..end).map(|i| unsafe { node_at(graph, i) }.cast_const()).collect();
         // SAFETY: the graph's nodes are valid for the call.
+        nodes.iter().filter_map(|&n| unsafe { n.as_ref() }).for_each(wrote);
+        // SAFETY: the graph's nodes are valid for the call.
         if let Some(group) = unsafe { describe_group(api, &nodes) } {
             roctx_kernels::fuse_invocation(invocation, group);
         }
@@ -285,7 +293,7 @@ unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_ex
     if moe::available() {
         // SAFETY: the ids' device memory spans `ggml_nbytes` bytes and is produced on `stream`;
         // the next op of this thread waits for the copy before anything can overwrite it.
-        unsafe { moe::start(invocation, stream, ids.data, layout) };
+        unsafe { moe::start(invocation, stream, ids.data, layout, computed(api, ids)) };
         return;
     }
     let Some(copy) = DEVICE_COPY.get().copied().flatten() else { return };
@@ -294,6 +302,43 @@ unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_ex
         Ok(host) => moe::record_routing(invocation, &host, &layout),
         Err(error) => moe::failed(error),
     }
+}
+
+/// Tells the MoE read-back that `t`'s output is being written: the bytes from its data to the
+/// end of its last element, bounded above by `sum(ne[i] * nb[i])` (no type traits needed).
+fn wrote(t: &Tensor) {
+    let start = t.data as usize;
+    if start == 0 {
+        return;
+    }
+    let extent = t.ne.iter().zip(t.nb).fold(0usize, |acc, (&n, b)| acc.saturating_add(usize::try_from(n).unwrap_or(usize::MAX).saturating_mul(b)));
+    moe::wrote(start, start.saturating_add(extent));
+}
+
+/// Whether `ids` holds what a node of the graph computed (directly or through views), so only
+/// nodes write it: not a leaf or an input the host sets between graphs. Views are followed up
+/// to 16 deep.
+///
+/// # Safety
+/// `ids` and its `view_src` chain are valid tensors.
+unsafe fn computed(api: &Api, ids: &Tensor) -> bool {
+    let mut root = ids;
+    for _ in 0..16 {
+        // SAFETY: per contract.
+        match unsafe { root.view_src.as_ref() } {
+            Some(v) => root = v,
+            None => break,
+        }
+    }
+    // GGML_TENSOR_FLAG_INPUT.
+    const INPUT: i32 = 1;
+    if !root.view_src.is_null() || root.flags & INPUT != 0 {
+        return false;
+    }
+    // SAFETY: ggml's function on a valid tensor returns a static string (or null).
+    let op = unsafe { (api.op_desc)(root) };
+    // SAFETY: a non-null C string of ggml's.
+    !op.is_null() && unsafe { std::ffi::CStr::from_ptr(op) }.to_bytes() != b"NONE"
 }
 
 /// The sources of `t`, up to the last non-null one (null slots kept as null).

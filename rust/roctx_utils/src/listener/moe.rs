@@ -15,6 +15,10 @@
 //! only a graph ahead of the GPU). A flush ([`resolve_all`]: a roofline reset or write, an
 //! XSpace write, exit) waits for the copies in flight and the worker's batch.
 //!
+//! One copy serves the ops of a thread that read the same ids while it is in flight, when the
+//! ids are a graph node's output and no op of the thread wrote over them since ([`wrote`]):
+//! llama.cpp's MoE layer reads one top-k view three times (gate, up, down).
+//!
 //! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse (taken 64 at a
 //! time from one allocation, never freed: that would synchronize the device). Past that, or
 //! when a runtime call fails, or the ids read back are out of range, the op keeps
@@ -109,6 +113,20 @@ pub fn record_routing(invocation: u32, host: &[u8], layout: &IdsLayout) {
     }
 }
 
+/// Counts `host` for every op of `job`.
+fn record_job(job: &Job, host: &[u8]) {
+    match routing_from_ids(host, &job.layout) {
+        Some(routing) => {
+            for &invocation in job.invocations() {
+                roctx_kernels::set_expert_routing(invocation, routing.clone());
+            }
+        }
+        None => {
+            INVALID.fetch_add(job.n as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What the read-back could not count, by cause.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Losses {
@@ -121,6 +139,7 @@ pub struct Losses {
 }
 
 static RING_FULL: AtomicU64 = AtomicU64::new(0);
+static SHARED: AtomicU64 = AtomicU64::new(0);
 static FAILED: AtomicU64 = AtomicU64::new(0);
 static INVALID: AtomicU64 = AtomicU64::new(0);
 
@@ -137,8 +156,39 @@ struct Slot {
     done: *mut c_void,
     host: *mut u8,
     cap: usize,
-    /// The op whose ids are in flight into `host`, and their layout.
-    job: Option<(u32, IdsLayout)>,
+    /// The ops whose ids are in flight into `host`.
+    job: Option<Job>,
+    /// Jobs the slot has had: a thread's [`Last`] names the slot's job by it.
+    generation: u32,
+}
+
+/// Most ops one copy counts for: llama.cpp's MoE layer reads one ids tensor three times (gate,
+/// up, down), a model with shared experts a few more.
+const MAX_SHARERS: usize = 8;
+
+/// What one copy's ids are counted for: the ops that read them, and their layout.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    invocations: [u32; MAX_SHARERS],
+    n: usize,
+    layout: IdsLayout,
+}
+
+impl Job {
+    fn invocations(&self) -> &[u32] {
+        &self.invocations[..self.n]
+    }
+}
+
+/// A thread's last copy of ids a graph node computed: the next `MUL_MAT_ID` reading the same
+/// bytes shares it while no op of the thread has written over them ([`wrote`]) and it is in
+/// flight.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    src: usize,
+    layout: IdsLayout,
+    slot: usize,
+    generation: u32,
 }
 
 struct Ring {
@@ -179,6 +229,7 @@ const LINGER: u32 = 40;
 thread_local! {
     /// The (stream, `done` event) the thread's next op must wait for; (0, 0): none.
     static WAIT: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static LAST: Cell<Option<Last>> = const { Cell::new(None) };
 }
 
 /// Whether the process's GPU runtime has what the non-blocking read-back needs.
@@ -218,12 +269,14 @@ pub fn before_op() {
 }
 
 /// Starts the read-back of `invocation`'s ids (`src`, laid out as `layout`), produced on
-/// `stream`. Returns false if it could not start (and counts why).
+/// `stream`. Returns false if it could not start (and counts why). `shareable`: the ids are a
+/// graph node's output (no input the host sets), so an op of the thread reading the same bytes
+/// later shares this copy unless an op of the thread wrote over them in between ([`wrote`]).
 ///
 /// # Safety
 /// `stream` is a stream of the process's runtime on the current device, `src` device memory
 /// readable for `layout.bytes`, and nothing overwrites it before the thread's next op.
-pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, layout: IdsLayout) -> bool {
+pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, layout: IdsLayout, shareable: bool) -> bool {
     if FORKED.load(Ordering::Relaxed) {
         // The parent's ring is not the child's (its lock may be held by a thread that does not
         // exist here, its streams and events are the parent's): the row keeps the shape bound.
@@ -248,6 +301,20 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
                 ring.retire(i);
             }
         }
+        if shareable {
+            if let Ok(Some(last)) = LAST.try_with(Cell::get) {
+                if last.src == src as usize && last.layout == layout {
+                    let s = &mut ring.slots[last.slot];
+                    if let Some(job) = s.job.as_mut().filter(|j| s.generation == last.generation && j.n < MAX_SHARERS) {
+                        job.invocations[job.n] = invocation;
+                        job.n += 1;
+                        SHARED.fetch_add(1, Ordering::Relaxed);
+                        return true;
+                    }
+                }
+            }
+        }
+        let _ = LAST.try_with(|l| l.set(None));
         let Some(slot) = ring.free_slot() else {
             RING_FULL.fetch_add(1, Ordering::Relaxed);
             return false;
@@ -255,7 +322,13 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
         // SAFETY: per contract.
         match unsafe { ring.enqueue(slot, stream, src, layout) } {
             Ok(done) => {
-                ring.slots[slot].job = Some((invocation, layout));
+                let mut invocations = [0; MAX_SHARERS];
+                invocations[0] = invocation;
+                let s = &mut ring.slots[slot];
+                s.job = Some(Job { invocations, n: 1, layout });
+                s.generation = s.generation.wrapping_add(1);
+                let last = shareable.then_some(Last { src: src as usize, layout, slot, generation: s.generation });
+                let _ = LAST.try_with(|l| l.set(last));
                 ring.pending.push_back(slot);
                 let _ = WAIT.try_with(|w| w.set((stream as usize, done as usize)));
                 true
@@ -271,6 +344,24 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
         wake_worker();
     }
     started
+}
+
+/// An op of this thread writes `[start, end)` of device memory (its output): a later op no
+/// longer shares the thread's last copy of ids there. One thread-local check per op.
+pub fn wrote(start: usize, end: usize) {
+    let _ = LAST.try_with(|l| {
+        if let Some(last) = l.get() {
+            if start < last.src.saturating_add(last.layout.bytes) && last.src < end {
+                l.set(None);
+            }
+        }
+    });
+}
+
+/// Ops that shared another op's copy of the same ids (one copy per MoE layer's ids in
+/// llama.cpp, not one per `MUL_MAT_ID`).
+pub fn shares() -> u64 {
+    SHARED.load(Ordering::Relaxed)
 }
 
 /// Counts every read-back in flight into the kernel stage, waiting for those not done (a
@@ -301,6 +392,7 @@ extern "C" fn resolve_at_exit() {
 pub fn fork_child() {
     FORKED.store(true, Ordering::Relaxed);
     let _ = WAIT.try_with(|w| w.set((0, 0)));
+    let _ = LAST.try_with(|l| l.set(None));
 }
 
 /// Wakes the worker if it sleeps with nothing in flight, starting it the first time. A thread
@@ -351,16 +443,16 @@ fn count_done() -> bool {
     if STOPPED.load(Ordering::Relaxed) || FORKED.load(Ordering::Relaxed) {
         return false;
     }
-    let batch: Vec<(usize, u32, IdsLayout, usize)> = {
+    let batch: Vec<(usize, Job, usize)> = {
         let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(ring) = guard.as_mut() else { return false };
         let done = ring.take_done(false);
-        done.into_iter().filter_map(|i| ring.slots[i].job.map(|(inv, layout)| (i, inv, layout, ring.slots[i].host as usize))).collect()
+        done.into_iter().filter_map(|i| ring.slots[i].job.map(|job| (i, job, ring.slots[i].host as usize))).collect()
     };
-    for &(_, invocation, layout, host) in &batch {
+    for (_, job, host) in &batch {
         // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending` until
         // it is handed back below: nothing writes its pinned bytes meanwhile.
-        record_routing(invocation, unsafe { std::slice::from_raw_parts(host as *const u8, layout.bytes) }, &layout);
+        record_job(job, unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) });
     }
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(ring) = guard.as_mut() else { return false };
@@ -378,7 +470,7 @@ impl Ring {
             return Some(i);
         }
         if self.slots.len() < SLOTS {
-            self.slots.push(Slot { device: -1, stream: 0, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None });
+            self.slots.push(Slot { device: -1, stream: 0, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None, generation: 0 });
             return Some(self.slots.len() - 1);
         }
         None
@@ -485,9 +577,9 @@ impl Ring {
     /// Counts the routing copied into slot `i`, whose copy is done, and frees the slot.
     fn retire(&mut self, i: usize) {
         let slot = &mut self.slots[i];
-        if let Some((invocation, layout)) = slot.job.take() {
+        if let Some(job) = slot.job.take() {
             // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
-            record_routing(invocation, unsafe { std::slice::from_raw_parts(slot.host, layout.bytes) }, &layout);
+            record_job(&job, unsafe { std::slice::from_raw_parts(slot.host, job.layout.bytes) });
         }
         self.free.push(i);
     }
