@@ -103,6 +103,15 @@ FakeSdkDispatchKernelFn Dispatch() {
   return sdk ? reinterpret_cast<FakeSdkDispatchKernelFn>(dlsym(sdk, "fake_sdk_dispatch_kernel")) : nullptr;
 }
 
+// `text` without spaces and newlines (a report's arrays, whatever their layout).
+std::string Compact(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c != ' ' && c != '\n') out += c;
+  }
+  return out;
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -211,10 +220,7 @@ TEST(GgmlRoofline, MoeReadBackCountsTheRoutedExpertsWithoutBlockingAndItsCopyIsN
   const std::string& r = o.report;
   EXPECT_EQ(Count(r, "\"invocation\": "), 2u) << r;
   EXPECT_NE(r.find("\"experts_used\": 4"), std::string::npos) << r;
-  std::string compact;
-  for (char c : r) {
-    if (c != ' ' && c != '\n') compact += c;
-  }
+  const std::string compact = Compact(r);
   EXPECT_NE(compact.find("\"tokens_per_expert\":[3,0,0,4,0,2,0,1]"), std::string::npos) << r;
   EXPECT_NE(r.find("\"experts_used\": 0"), std::string::npos) << "the failed read-back\n" << r;
   EXPECT_EQ(Count(r, "tokens_per_expert"), 1u) << r;
@@ -247,10 +253,7 @@ int MoeLargeRouting() {
 TEST(GgmlRoofline, ALargeRoutingIsReadBackWholeToo) {
   const Outcome o = InChild("moe_large", kActive, MoeLargeRouting);
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  std::string compact;
-  for (char c : o.report) {
-    if (c != ' ' && c != '\n') compact += c;
-  }
+  const std::string compact = Compact(o.report);
   // 4,800 routings over 128 experts: 37 or 38 each (i % 128); the decode: experts 0-7 once.
   EXPECT_NE(compact.find("\"tokens_per_expert\":[38,38,38,38"), std::string::npos) << o.report.substr(0, 2000);
   EXPECT_NE(compact.find("\"tokens_per_expert\":[1,1,1,1,1,1,1,1,0,0"), std::string::npos) << o.report.substr(0, 2000);
@@ -391,10 +394,7 @@ int MoeLayerSharesOneCopy() {
 TEST(GgmlRoofline, AMoeLayersOpsShareOneCopyOfTheirIds) {
   const Outcome o = InChild("moe_layer", kActive, MoeLayerSharesOneCopy);
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  std::string compact;
-  for (char c : o.report) {
-    if (c != ' ' && c != '\n') compact += c;
-  }
+  const std::string compact = Compact(o.report);
   EXPECT_EQ(Count(compact, "\"tokens_per_expert\":[0,1,0,1,0,0,2,0]"), 4u) << o.report;
   EXPECT_EQ(Count(o.report, "\"experts_used\": 3"), 4u) << o.report;
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
