@@ -258,11 +258,6 @@ impl AsyncCopy {
         None
     }
 
-    /// Whether the calls of every read-back are CUDA's driver API.
-    pub fn uses_driver(&self) -> bool {
-        matches!(self.per_op.copy, DeviceToHost::Driver(_))
-    }
-
     /// The calling thread's current device.
     pub fn device(&self) -> Result<c_int, CallError> {
         let mut d: c_int = 0;

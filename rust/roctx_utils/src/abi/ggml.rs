@@ -312,7 +312,7 @@ unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_ex
     let Some(copy) = DEVICE_COPY.get().copied().flatten() else { return };
     // SAFETY: the ids' device memory spans `ggml_nbytes` bytes; `stream` per contract.
     match unsafe { copy.read(stream, ids.data, bytes) } {
-        Ok(host) => moe::record_routing(invocation, &host, &layout),
+        Ok(host) => moe::record_routing(&[invocation], &host, &layout),
         Err(error) => moe::failed(error),
     }
 }

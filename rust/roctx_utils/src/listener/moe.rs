@@ -103,26 +103,17 @@ pub fn routing_from_ids(host: &[u8], layout: &IdsLayout) -> Option<Vec<u64>> {
     Some(routing)
 }
 
-/// Counts `host` (the ids of `invocation`) into the kernel stage, or the op as `invalid`.
-pub fn record_routing(invocation: u32, host: &[u8], layout: &IdsLayout) {
+/// Counts `host` (the ids the ops `invocations` read) into the kernel stage, or those ops as
+/// `invalid`.
+pub fn record_routing(invocations: &[u32], host: &[u8], layout: &IdsLayout) {
     match routing_from_ids(host, layout) {
-        Some(routing) => roctx_kernels::set_expert_routing(invocation, routing),
-        None => {
-            INVALID.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Counts `host` for every op of `job`.
-fn record_job(job: &Job, host: &[u8]) {
-    match routing_from_ids(host, &job.layout) {
         Some(routing) => {
-            for &invocation in job.invocations() {
+            for &invocation in invocations {
                 roctx_kernels::set_expert_routing(invocation, routing.clone());
             }
         }
         None => {
-            INVALID.fetch_add(job.n as u64, Ordering::Relaxed);
+            INVALID.fetch_add(invocations.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -139,7 +130,6 @@ pub struct Losses {
 }
 
 static RING_FULL: AtomicU64 = AtomicU64::new(0);
-static SHARED: AtomicU64 = AtomicU64::new(0);
 static FAILED: AtomicU64 = AtomicU64::new(0);
 static INVALID: AtomicU64 = AtomicU64::new(0);
 
@@ -245,7 +235,12 @@ fn warn_once((call, status): CallError) {
 /// A read-back whose runtime call failed (this ring's, or the blocking read-back's): counted,
 /// and said once.
 pub fn failed(error: CallError) {
-    FAILED.fetch_add(1, Ordering::Relaxed);
+    lost(error, 1);
+}
+
+/// `ops` lost to a failed runtime call: counted, and the call said once.
+fn lost(error: CallError, ops: usize) {
+    FAILED.fetch_add(ops as u64, Ordering::Relaxed);
     warn_once(error);
 }
 
@@ -308,7 +303,6 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
                     if let Some(job) = s.job.as_mut().filter(|j| s.generation == last.generation && j.n < MAX_SHARERS) {
                         job.invocations[job.n] = invocation;
                         job.n += 1;
-                        SHARED.fetch_add(1, Ordering::Relaxed);
                         return true;
                     }
                 }
@@ -356,12 +350,6 @@ pub fn wrote(start: usize, end: usize) {
             }
         }
     });
-}
-
-/// Ops that shared another op's copy of the same ids (one copy per MoE layer's ids in
-/// llama.cpp, not one per `MUL_MAT_ID`).
-pub fn shares() -> u64 {
-    SHARED.load(Ordering::Relaxed)
 }
 
 /// Counts every read-back in flight into the kernel stage, waiting for those not done (a
@@ -452,7 +440,7 @@ fn count_done() -> bool {
     for (_, job, host) in &batch {
         // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending` until
         // it is handed back below: nothing writes its pinned bytes meanwhile.
-        record_job(job, unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) });
+        record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) }, &job.layout);
     }
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(ring) = guard.as_mut() else { return false };
@@ -564,9 +552,10 @@ impl Ring {
                 Ok(false) => break,
                 Ok(true) => done.push(i),
                 Err(error) => {
-                    self.slots[i].job = None;
+                    // Every op sharing the copy loses its routing.
+                    let ops = self.slots[i].job.take().map_or(1, |j| j.n);
                     self.free.push(i);
-                    failed(error);
+                    lost(error, ops);
                 }
             }
             self.pending.pop_front();
@@ -579,7 +568,7 @@ impl Ring {
         let slot = &mut self.slots[i];
         if let Some(job) = slot.job.take() {
             // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
-            record_job(&job, unsafe { std::slice::from_raw_parts(slot.host, job.layout.bytes) });
+            record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(slot.host, job.layout.bytes) }, &job.layout);
         }
         self.free.push(i);
     }
