@@ -4,6 +4,8 @@
  * for the functions that enqueue GPU work only) and drops the records, so `hook - cupti` is what
  * roctx_utils adds on top of CUPTI's own cost. CUPTI is dlopen'ed from $CUPTI_ONLY_LIBRARY;
  * its functions are declared here with CUPTI's signatures (cupti_activity.h, cupti_callbacks.h).
+ * CUPTI_ONLY_HWTRACE=1 first asks for kernel timestamps from the Hardware Event System
+ * (cuptiActivityEnableHWTrace, CUPTI 12.8+; Blackwell and later) and says whether it was granted.
  *
  *   gcc -O2 -shared -fPIC -o libcupti_only.so scripts/nvidia/cupti_only.c -ldl
  */
@@ -57,6 +59,17 @@ __attribute__((constructor)) static void start(void) {
   if (!reg || !enable || !runtime || !driver || !name || !g_flush_all) {
     fprintf(stderr, "cupti_only: CUPTI lacks a function\n");
     return;
+  }
+  const char* hw = getenv("CUPTI_ONLY_HWTRACE");
+  if (hw != NULL && hw[0] == '1') {
+    typedef int (*Enable8)(uint8_t);
+    Enable8 hw_trace = (Enable8)dlsym(lib, "cuptiActivityEnableHWTrace");
+    int r = hw_trace ? hw_trace(1) : -1;
+    const char* why = "";
+    typedef int (*ResultString)(int, const char**);
+    ResultString text = (ResultString)dlsym(lib, "cuptiGetResultString");
+    if (r > 0 && text != NULL) text(r, &why);
+    fprintf(stderr, "cupti_only: cuptiActivityEnableHWTrace(1) %s %d %s\n", hw_trace ? "returned" : "is absent:", r, why);
   }
   reg(requested, completed);
   const int kinds[] = {10, 5, 4, 1, 22, 2}; /* CONCURRENT_KERNEL RUNTIME DRIVER MEMCPY MEMCPY2 MEMSET */
