@@ -400,6 +400,51 @@ TEST(GgmlRoofline, AMoeLayersOpsShareOneCopyOfTheirIds) {
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
 }
 
+// The roctx-moe worker counts a copy while the thread's next MUL_MAT_ID would share it: that op
+// must make its own copy, not join a job the worker has already read (its routing would be lost,
+// silently: 2 % of an H200 run's MoE rows before the fix). Copies complete at once here and the
+// worker counts every 0.5 ms through 3,000 layers, so a run meets that moment many times.
+constexpr int kRacingLayers = 3000;
+
+int MoeSharingRacesTheWorker() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 2});
+  ggml_tensor probs = Tensor(kF32, {8, 2});
+  ggml_tensor argsort = Node(kOpArgsort, kI32, {8, 2}, {&probs}, "ffn_moe_argsort-0");
+  int32_t ranks[16] = {1, 6, 0, 2, 3, 4, 5, 7, 6, 3, 0, 1, 2, 4, 5, 7};
+  argsort.data = ranks;
+  ggml_tensor ids = Tensor(kI32, {2, 2}, "ffn_moe_topk-0");
+  ids.op = kOpView;
+  ids.view_src = &argsort;
+  ids.nb[1] = argsort.nb[1];
+  ids.nb[2] = ids.nb[3] = argsort.nb[2];
+  ids.data = ranks;
+  ggml_tensor gate = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_gate-0");
+  ggml_tensor up = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_up-0");
+  ggml_tensor down = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_down-0");
+  int stream = 0;
+  int64_t t = 100000;
+  for (int layer = 0; layer < kRacingLayers; ++layer) {
+    for (ggml_tensor* node : {&argsort, &gate, &up, &down}) {
+      ggml_cuda_roofline_begin_op(node, &stream);
+      dispatch(2, t, t + 500, 1, 1);
+      t += 1000;
+    }
+  }
+  return 0;
+}
+
+TEST(GgmlRoofline, AnOpNeverJoinsASharedCopyTheWorkerIsCounting) {
+  const Outcome o = InChild("moe_race", kActive, MoeSharingRacesTheWorker);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(Count(Compact(o.report), "\"tokens_per_expert\":[0,1,0,1,0,0,2,0]"), 3u * kRacingLayers) << o.err;
+  EXPECT_EQ(Count(o.report, "\"experts_used\": 3"), 3u * kRacingLayers) << o.err;
+  EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
+}
+
 // A fork() child never touches the parent's read-back ring (its streams and events are the
 // parent's; its lock could be held by a thread the child does not have): its MUL_MAT_ID makes no
 // runtime call, is counted, and says so. The parent's own read-back is still exact.

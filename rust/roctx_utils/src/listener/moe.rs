@@ -431,13 +431,17 @@ fn count_done() -> bool {
     if STOPPED.load(Ordering::Relaxed) || FORKED.load(Ordering::Relaxed) {
         return false;
     }
-    let batch: Vec<(usize, Job, usize)> = {
+    let batch: Vec<(usize, Option<Job>, usize)> = {
         let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(ring) = guard.as_mut() else { return false };
         let done = ring.take_done(false);
-        done.into_iter().filter_map(|i| ring.slots[i].job.map(|job| (i, job, ring.slots[i].host as usize))).collect()
+        // The jobs are taken out under the lock: an op that would share one being counted
+        // (its thread's `Last` still names the slot) finds none and makes its own copy, rather
+        // than joining a job already read and losing its routing.
+        done.into_iter().map(|i| (i, ring.slots[i].job.take(), ring.slots[i].host as usize)).collect()
     };
     for (_, job, host) in &batch {
+        let Some(job) = job else { continue };
         // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending` until
         // it is handed back below: nothing writes its pinned bytes meanwhile.
         record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) }, &job.layout);
@@ -445,7 +449,6 @@ fn count_done() -> bool {
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(ring) = guard.as_mut() else { return false };
     for &(i, ..) in &batch {
-        ring.slots[i].job = None;
         ring.free.push(i);
     }
     !ring.pending.is_empty()
