@@ -1,0 +1,165 @@
+// A llama.cpp MoE decode step without a model file (issue 28): LAYERS MoE FFN layers built as
+// llama.cpp builds them (RMS_NORM, router MUL_MAT, SOFT_MAX, argsort top-k, GET_ROWS of the
+// weights, gate and up MUL_MAT_IDs, SwiGLU, down MUL_MAT_ID, the weighted sum of the experts,
+// the residual ADD), q4_K experts of Qwen3-30B-A3B's shape (2048 x 768, 128 experts, 8 used),
+// computed as one graph per step on CUDA0 and timed. test-backend-ops gives each MUL_MAT_ID its
+// own leaf ids; here the three of a layer read one router's output, as in a model, so the
+// hook's MoE read-back makes one copy per layer. Run it with and without GGML_ROOFLINE_OUT
+// (scripts/nvidia/moe_layer.sh does, next to CUPTI's own tracing).
+//
+//   g++ -O2 -std=c++17 -I<ggml>/include scripts/nvidia/moe_layer.cpp -o moe_layer
+//       .devbin/ggml/libggml.so.0 .devbin/ggml/libggml-base.so.0 -Wl,--allow-shlib-undefined
+//   (the CUDA runtime and cuBLAS that ggml-cuda needs are the device's, found at run time)
+//   ./moe_layer [LAYERS=8] [TOKENS=1] [STEPS=2000] [shared|separate]
+//
+// Prints "moe_layer: LAYERS layers, TOKENS tokens, ids shared, N graph nodes: X us/step, Y
+// us/layer" (median of 5 blocks of STEPS/5 steps, after 20 steps of warm-up).
+// MOE_LAYER_BACKEND=CPU runs it without a GPU (a check of the program, not a measurement). The
+// expert weights are random q4_K blocks with small scales: the routing and the kernels' work
+// are a model's, the numbers are not.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace {
+
+constexpr int kEmbd = 2048, kFf = 768, kExperts = 128, kUsed = 8;
+
+struct Layer {
+  ggml_tensor *router, *up, *gate, *down;
+};
+
+// What llama.cpp computes for one MoE FFN layer: the norm, build_moe_ffn (softmax gating,
+// SwiGLU, weights after the down projection), the residual.
+// separate: each MUL_MAT_ID reads its own copy of the ids (a CONT of the router's top-k), so
+// the hook copies them three times per layer, as test-backend-ops' cases make it do.
+ggml_tensor* MoeBlock(ggml_context* ctx, const Layer& l, ggml_tensor* x, int tokens, bool separate) {
+  ggml_tensor* h = ggml_rms_norm(ctx, x, 1e-6f);  // the FFN norm: every layer's input at unit scale
+  ggml_tensor* logits = ggml_mul_mat(ctx, l.router, h);                          // [experts, tokens]
+  ggml_tensor* probs = ggml_soft_max(ctx, logits);                               // [experts, tokens]
+  ggml_tensor* selected = ggml_argsort_top_k(ctx, probs, kUsed);                 // [used, tokens] i32
+  ggml_tensor* weights = ggml_get_rows(ctx, ggml_reshape_3d(ctx, probs, 1, kExperts, tokens), selected);
+  ggml_tensor* cur = ggml_reshape_3d(ctx, h, kEmbd, 1, tokens);
+  auto ids = [&] { return separate ? ggml_cont(ctx, selected) : selected; };
+  ggml_tensor* up = ggml_mul_mat_id(ctx, l.up, cur, ids());                      // [ff, used, tokens]
+  ggml_tensor* gate = ggml_mul_mat_id(ctx, l.gate, cur, ids());
+  ggml_tensor* act = ggml_swiglu_split(ctx, gate, up);
+  ggml_tensor* experts = ggml_mul_mat_id(ctx, l.down, act, ids());               // [embd, used, tokens]
+  experts = ggml_mul(ctx, experts, weights);
+  ggml_tensor* out = nullptr;
+  for (int i = 0; i < kUsed; ++i) {
+    ggml_tensor* e = ggml_view_2d(ctx, experts, kEmbd, tokens, experts->nb[2], i * experts->nb[1]);
+    out = out ? ggml_add(ctx, out, e) : e;
+  }
+  return ggml_add(ctx, x, out);
+}
+
+// Random q4_K blocks (d, dmin, 12 scale bytes, 128 quant bytes) with d = dmin = 2^-10, so the
+// products stay finite through the layers.
+std::vector<uint8_t> RandomQ4K(size_t bytes, std::mt19937& rng) {
+  std::vector<uint8_t> v(bytes);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  for (size_t block = 0; block + 144 <= bytes; block += 144) {
+    v[block + 0] = 0x00, v[block + 1] = 0x14;  // f16 2^-10, little-endian
+    v[block + 2] = 0x00, v[block + 3] = 0x14;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int layers = argc > 1 ? atoi(argv[1]) : 8;
+  const int tokens = argc > 2 ? atoi(argv[2]) : 1;
+  const int steps = argc > 3 ? atoi(argv[3]) : 2000;
+  const bool separate = argc > 4 && strcmp(argv[4], "separate") == 0;
+  if (layers < 1 || tokens < 1 || steps < 5 || (argc > 4 && !separate && strcmp(argv[4], "shared") != 0)) {
+    fprintf(stderr, "usage: %s [LAYERS>=1] [TOKENS>=1] [STEPS>=5] [shared|separate]\n", argv[0]);
+    return 2;
+  }
+  const char* name = getenv("MOE_LAYER_BACKEND") ? getenv("MOE_LAYER_BACKEND") : "CUDA0";  // CPU: a check without a GPU
+  ggml_backend_t backend = ggml_backend_init_by_name(name, nullptr);
+  if (backend == nullptr) {
+    fprintf(stderr, "moe_layer: no %s backend\n", name);
+    return 1;
+  }
+
+  ggml_init_params wp = {ggml_tensor_overhead() * (4 * layers + 1), nullptr, true};
+  ggml_context* wctx = ggml_init(wp);
+  std::vector<Layer> ls(layers);
+  for (auto& l : ls) {
+    l.router = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, kEmbd, kExperts);
+    l.up = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kEmbd, kFf, kExperts);
+    l.gate = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kEmbd, kFf, kExperts);
+    l.down = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kFf, kEmbd, kExperts);
+  }
+  ggml_tensor* x = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, kEmbd, tokens);
+  ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, backend);
+  if (wbuf == nullptr) {
+    fprintf(stderr, "moe_layer: cannot allocate the weights\n");
+    return 1;
+  }
+  std::mt19937 rng(28);
+  std::uniform_real_distribution<float> small(-0.05f, 0.05f), unit(-1.f, 1.f);
+  const std::vector<uint8_t> q = RandomQ4K(ggml_nbytes(ls[0].up), rng);
+  std::vector<float> router(kEmbd * kExperts), input(static_cast<size_t>(kEmbd) * tokens);
+  for (auto& l : ls) {
+    for (auto& f : router) f = small(rng);  // each layer routes differently
+    ggml_backend_tensor_set(l.router, router.data(), 0, ggml_nbytes(l.router));
+    ggml_backend_tensor_set(l.up, q.data(), 0, ggml_nbytes(l.up));
+    ggml_backend_tensor_set(l.gate, q.data(), 0, ggml_nbytes(l.gate));
+    ggml_backend_tensor_set(l.down, q.data(), 0, ggml_nbytes(l.down));
+  }
+  for (auto& f : input) f = unit(rng);
+  ggml_backend_tensor_set(x, input.data(), 0, ggml_nbytes(x));
+
+  const size_t nodes = 64 * static_cast<size_t>(layers) + 16;
+  ggml_init_params gp = {ggml_tensor_overhead() * nodes + ggml_graph_overhead_custom(nodes, false), nullptr, true};
+  ggml_context* gctx = ggml_init(gp);
+  ggml_cgraph* gf = ggml_new_graph_custom(gctx, nodes, false);
+  ggml_tensor* cur = x;
+  for (const auto& l : ls) cur = MoeBlock(gctx, l, cur, tokens, separate);
+  ggml_set_output(cur);
+  ggml_build_forward_expand(gf, cur);
+  ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+  if (!ggml_gallocr_alloc_graph(galloc, gf)) {
+    fprintf(stderr, "moe_layer: cannot allocate the graph\n");
+    return 1;
+  }
+
+  for (int i = 0; i < 20; ++i) ggml_backend_graph_compute(backend, gf);
+  std::vector<double> per_step;
+  const int block = steps / 5;
+  for (int b = 0; b < 5; ++b) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < block; ++i) {
+      if (ggml_backend_graph_compute(backend, gf) != GGML_STATUS_SUCCESS) {
+        fprintf(stderr, "moe_layer: compute failed\n");
+        return 1;
+      }
+    }
+    per_step.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / block);
+  }
+  std::sort(per_step.begin(), per_step.end());
+  const double us = per_step[2];
+  std::vector<float> out(static_cast<size_t>(kEmbd) * tokens);
+  ggml_backend_tensor_get(cur, out.data(), 0, ggml_nbytes(cur));
+  size_t finite = std::count_if(out.begin(), out.end(), [](float f) { return std::isfinite(f); });
+  printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite)\n", layers,
+         tokens, separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size());
+  ggml_gallocr_free(galloc);
+  ggml_free(gctx);
+  ggml_backend_buffer_free(wbuf);
+  ggml_free(wctx);
+  ggml_backend_free(backend);
+  return 0;
+}
