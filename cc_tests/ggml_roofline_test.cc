@@ -340,6 +340,31 @@ TEST(GgmlRoofline, RoutingsAreCountedOffTheLaunchingThread) {
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
 }
 
+// llama.cpp's MoE layer: the router's argsort (a node), its top-2 view as the ids, and the gate,
+// up and down MUL_MAT_IDs reading them. Two tokens' ranks; the top-2 columns route them to
+// experts 1 and 6, and 6 and 3.
+struct MoeLayer {
+  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
+  ggml_tensor in = Tensor(kF32, {2048, 1, 2});
+  ggml_tensor probs = Tensor(kF32, {8, 2});
+  ggml_tensor argsort = Node(kOpArgsort, kI32, {8, 2}, {&probs}, "ffn_moe_argsort-0");
+  int32_t ranks[16] = {1, 6, 0, 2, 3, 4, 5, 7, 6, 3, 0, 1, 2, 4, 5, 7};
+  ggml_tensor ids = Tensor(kI32, {2, 2}, "ffn_moe_topk-0");
+  ggml_tensor gate = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_gate-0");
+  ggml_tensor up = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_up-0");
+  ggml_tensor down = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_down-0");
+  MoeLayer() {
+    argsort.data = ranks;
+    ids.op = kOpView;
+    ids.view_src = &argsort;
+    ids.nb[1] = argsort.nb[1];
+    ids.nb[2] = ids.nb[3] = argsort.nb[2];
+    ids.data = ranks;
+  }
+  MoeLayer(const MoeLayer&) = delete;
+  MoeLayer& operator=(const MoeLayer&) = delete;
+};
+
 // llama.cpp's MoE layer: one ids tensor (a view of the router's argsort, a node's output) read
 // by the gate, up and down MUL_MAT_IDs: one copy for the three, each row exact. An op writing
 // over the ids' bytes (a later node given that memory) ends the sharing: the next MUL_MAT_ID
@@ -350,22 +375,9 @@ int MoeLayerSharesOneCopy() {
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
   fake_hip::Hold(true);  // the copies stay in flight, as on a GPU behind the host
-  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
-  ggml_tensor in = Tensor(kF32, {2048, 1, 2});
-  ggml_tensor probs = Tensor(kF32, {8, 2});
-  ggml_tensor argsort = Node(kOpArgsort, kI32, {8, 2}, {&probs}, "ffn_moe_argsort-0");
-  // Two tokens' ranks; the top-2 columns route them to experts 1 and 6, and 6 and 3.
-  int32_t ranks[16] = {1, 6, 0, 2, 3, 4, 5, 7, 6, 3, 0, 1, 2, 4, 5, 7};
-  argsort.data = ranks;
-  ggml_tensor ids = Tensor(kI32, {2, 2}, "ffn_moe_topk-0");
-  ids.op = kOpView;
-  ids.view_src = &argsort;
-  ids.nb[1] = argsort.nb[1];
-  ids.nb[2] = ids.nb[3] = argsort.nb[2];
-  ids.data = ranks;
-  ggml_tensor gate = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_gate-0");
-  ggml_tensor up = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_up-0");
-  ggml_tensor down = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_down-0");
+  MoeLayer l;
+  ggml_tensor &probs = l.probs, &argsort = l.argsort, &gate = l.gate, &up = l.up, &down = l.down;
+  int32_t* ranks = l.ranks;
   ggml_tensor reuse = Node(kOpAdd, kF32, {4}, {&probs, &probs}, "reuses-the-memory");
   reuse.data = ranks + 2;
   int stream = 0;
@@ -410,25 +422,11 @@ int MoeSharingRacesTheWorker() {
   ggml_cuda_roofline_init();
   auto dispatch = Dispatch();
   if (dispatch == nullptr) return 11;
-  ggml_tensor experts = Tensor(kQ4K, {2048, 768, 8});
-  ggml_tensor in = Tensor(kF32, {2048, 1, 2});
-  ggml_tensor probs = Tensor(kF32, {8, 2});
-  ggml_tensor argsort = Node(kOpArgsort, kI32, {8, 2}, {&probs}, "ffn_moe_argsort-0");
-  int32_t ranks[16] = {1, 6, 0, 2, 3, 4, 5, 7, 6, 3, 0, 1, 2, 4, 5, 7};
-  argsort.data = ranks;
-  ggml_tensor ids = Tensor(kI32, {2, 2}, "ffn_moe_topk-0");
-  ids.op = kOpView;
-  ids.view_src = &argsort;
-  ids.nb[1] = argsort.nb[1];
-  ids.nb[2] = ids.nb[3] = argsort.nb[2];
-  ids.data = ranks;
-  ggml_tensor gate = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_gate-0");
-  ggml_tensor up = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_up-0");
-  ggml_tensor down = Node(kOpMulMatId, kF32, {768, 2, 2}, {&experts, &in, &ids}, "ffn_moe_down-0");
+  MoeLayer l;
   int stream = 0;
   int64_t t = 100000;
   for (int layer = 0; layer < kRacingLayers; ++layer) {
-    for (ggml_tensor* node : {&argsort, &gate, &up, &down}) {
+    for (ggml_tensor* node : {&l.argsort, &l.gate, &l.up, &l.down}) {
       ggml_cuda_roofline_begin_op(node, &stream);
       dispatch(2, t, t + 500, 1, 1);
       t += 1000;
