@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -340,6 +341,15 @@ TEST(GgmlRoofline, RoutingsAreCountedOffTheLaunchingThread) {
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
 }
 
+// Begins each of `nodes` on `stream`, each with one 500 ns kernel, 1 us after the last (`t`).
+void RunOps(FakeSdkDispatchKernelFn dispatch, std::initializer_list<ggml_tensor*> nodes, int* stream, int64_t* t) {
+  for (ggml_tensor* node : nodes) {
+    ggml_cuda_roofline_begin_op(node, stream);
+    dispatch(2, *t, *t + 500, 1, 1);
+    *t += 1000;
+  }
+}
+
 // llama.cpp's MoE layer: the router's argsort (a node), its top-2 view as the ids, and the gate,
 // up and down MUL_MAT_IDs reading them. Two tokens' ranks; the top-2 columns route them to
 // experts 1 and 6, and 6 and 3.
@@ -376,10 +386,8 @@ int MoeLayerSharesOneCopy() {
   if (dispatch == nullptr) return 11;
   fake_hip::Hold(true);  // the copies stay in flight, as on a GPU behind the host
   MoeLayer l;
-  ggml_tensor &probs = l.probs, &argsort = l.argsort, &gate = l.gate, &up = l.up, &down = l.down;
-  int32_t* ranks = l.ranks;
-  ggml_tensor reuse = Node(kOpAdd, kF32, {4}, {&probs, &probs}, "reuses-the-memory");
-  reuse.data = ranks + 2;
+  ggml_tensor reuse = Node(kOpAdd, kF32, {4}, {&l.probs, &l.probs}, "reuses-the-memory");
+  reuse.data = l.ranks + 2;
   int stream = 0;
   auto copies = [] {
     int n = 0;
@@ -387,17 +395,9 @@ int MoeLayerSharesOneCopy() {
     return n;
   };
   int64_t t = 100000;
-  for (ggml_tensor* node : {&argsort, &gate, &up, &down}) {
-    ggml_cuda_roofline_begin_op(node, &stream);
-    dispatch(2, t, t + 500, 1, 1);
-    t += 1000;
-  }
+  RunOps(dispatch, {&l.argsort, &l.gate, &l.up, &l.down}, &stream, &t);
   if (copies() != 1) return 20 + copies();
-  for (ggml_tensor* node : {&reuse, &gate}) {
-    ggml_cuda_roofline_begin_op(node, &stream);
-    dispatch(2, t, t + 500, 1, 1);
-    t += 1000;
-  }
+  RunOps(dispatch, {&reuse, &l.gate}, &stream, &t);
   if (copies() != 2) return 30 + copies();
   fake_hip::Hold(false);
   return 0;
@@ -426,11 +426,7 @@ int MoeSharingRacesTheWorker() {
   int stream = 0;
   int64_t t = 100000;
   for (int layer = 0; layer < kRacingLayers; ++layer) {
-    for (ggml_tensor* node : {&l.argsort, &l.gate, &l.up, &l.down}) {
-      ggml_cuda_roofline_begin_op(node, &stream);
-      dispatch(2, t, t + 500, 1, 1);
-      t += 1000;
-    }
+    RunOps(dispatch, {&l.argsort, &l.gate, &l.up, &l.down}, &stream, &t);
   }
   return 0;
 }
