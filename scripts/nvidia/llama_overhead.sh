@@ -9,16 +9,8 @@
 #
 # Cases: a launch-bound ADD f32 [4096]; SOFT_MAX [8192,1]; MUL_MAT q4_K 4096x14336 at 1 token
 # (decode) and 512 (prefill); MUL_MAT_ID q4_K, 128 experts, 8 used, at 1, 8 and 512 tokens.
-# Configurations:
-#   defaults  no hook, ggml's own defaults (CUDA graphs and PDL as ggml decides)
-#   none      no hook, graphs and PDL off: what the hook sets (GGML_CUDA_DISABLE_GRAPHS=1,
-#             GGML_CUDA_PDL=0), so `hook - none` is the hook's whole cost
-#   cupti     no hook, graphs and PDL off, the vendor's own kernel tracing: CUPTI's activity API
-#             with our kinds and API-record filter, records dropped (BIN/libcupti_only.so,
-#             built from scripts/nvidia/cupti_only.c), so `hook - cupti` is what we add to it
-#   hook      GGML_ROOFLINE_OUT set: op scopes, kernels traced through CUPTI (default settings)
-#   hook_all  the same with ROCTX_UTILS_CUPTI_API=all (an API record for every CUDA call, as
-#             before issue 28)
+# Configurations (defaults, none, cupti, hook, hook_all): scripts/nvidia/overhead_env.sh;
+# `hook - none` is the hook's whole cost, `hook - cupti` what we add to CUPTI's own.
 # On ROCm, BIN/ggml holds the HIP build and the hook traces through rocprofiler-sdk; the CUPTI
 # library is then not needed (hook_all is the same as hook there).
 set -u
@@ -26,24 +18,18 @@ BIN=$(cd "${1:?usage: $0 BIN [ROUNDS]}" && pwd)
 ROUNDS=${2:-2}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
+. "$(dirname "${BASH_SOURCE[0]}")/overhead_env.sh"
 OPS="ADD,SOFT_MAX,MUL_MAT,MUL_MAT_ID"
 PARAMS='^type=f32,ne=\[4096,1,1,1\],nr=\[1,1,1,1\],|^type=f32,ne=\[8192,1,1,1\],mask=0,|^type_a=q4_K,type_b=f32,m=4096,n=(1|512),k=14336,|^type_a=q4_K,type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=(1|8|512),k=2048$'
 CONFIGS=(defaults none hook hook_all)
-if [ -f "$BIN/libcupti_only.so" ] && [ -n "$NVLIB" ]; then CONFIGS=(defaults none cupti hook hook_all); fi
+if cupti_only_available; then CONFIGS=(defaults none cupti hook hook_all); fi
 # LLAMA_OVERHEAD_CONFIGS="none cupti hook": a subset, where device time is short.
 if [ -n "${LLAMA_OVERHEAD_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$LLAMA_OVERHEAD_CONFIGS"; fi
 
 run() { # run CONFIG ROUND
   local cfg=$1 round=$2
-  local env=(LD_LIBRARY_PATH="$BIN/ggml:$BIN${NVLIB:+:$NVLIB}")
-  [ "$cfg" = defaults ] || env+=(GGML_CUDA_DISABLE_GRAPHS=1 GGML_CUDA_PDL=0)
-  case $cfg in
-    hook | hook_all) env+=(GGML_ROOFLINE_OUT="$WORK/$cfg.$round.json" ${NVLIB:+ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13}) ;;
-  esac
-  [ "$cfg" = hook_all ] && env+=(ROCTX_UTILS_CUPTI_API=all)
-  [ "$cfg" = cupti ] && env+=(LD_PRELOAD="$BIN/libcupti_only.so" CUPTI_ONLY_LIBRARY="$NVLIB/libcupti.so.13")
-  env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${env[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 -o "$OPS" -p "$PARAMS" \
+  overhead_env "$cfg" "$WORK/$cfg.$round.json"
+  env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 -o "$OPS" -p "$PARAMS" \
     >"$WORK/$cfg.$round.txt" 2>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
   # The report is kept only for the MoE check (one round), it can be hundreds of MB.
   if [ "$round" -gt 1 ]; then rm -f "$WORK/$cfg.$round.json"; fi

@@ -3,9 +3,10 @@
 # FFN layers as llama.cpp builds them, q4_K experts 2048x768, 128 experts, 8 used) at 1 and 8
 # tokens, with the three MUL_MAT_IDs of a layer reading one router's ids (`shared`, as in a
 # model) or each its own copy (`separate`, as test-backend-ops' cases), without the hook
-# (`none`), with CUPTI's own tracing only (`cupti`, BIN/libcupti_only.so) and with the hook
-# (`hook`), alternated, ROUNDS rounds. Prints us per layer (medians) and what the hook adds, then
-# checks the hook's MUL_MAT_ID rows: as many as the steps ran, each with exact tokens_per_expert.
+# (`none`), with CUPTI's own tracing only (`cupti`) and with the hook (`hook`), as
+# scripts/nvidia/overhead_env.sh defines them, alternated, ROUNDS rounds. Prints us per layer
+# (medians) and what the hook adds, then checks the hook's MUL_MAT_ID rows: as many as the steps
+# ran, each with exact tokens_per_expert.
 #
 #   bash scripts/nvidia/moe_layer.sh BIN [ROUNDS]     # BIN: .devbin (ggml/, moe_layer, the library)
 set -u
@@ -14,18 +15,16 @@ ROUNDS=${2:-2}
 LAYERS=8 STEPS=1000
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
+. "$(dirname "${BASH_SOURCE[0]}")/overhead_env.sh"
 CONFIGS=(none cupti hook)
-[ -f "$BIN/libcupti_only.so" ] && [ -n "$NVLIB" ] || CONFIGS=(none hook)
+cupti_only_available || CONFIGS=(none hook)
 
 for round in $(seq 1 "$ROUNDS"); do
   for tokens in 1 8; do
     for ids in shared separate; do
       for cfg in "${CONFIGS[@]}"; do
-        env=(LD_LIBRARY_PATH="$BIN/ggml:$BIN${NVLIB:+:$NVLIB}" GGML_CUDA_DISABLE_GRAPHS=1 GGML_CUDA_PDL=0)
-        [ "$cfg" = cupti ] && env+=(LD_PRELOAD="$BIN/libcupti_only.so" CUPTI_ONLY_LIBRARY="$NVLIB/libcupti.so.13")
-        [ "$cfg" = hook ] && env+=(GGML_ROOFLINE_OUT="$WORK/hook.$tokens.$ids.$round.json" ${NVLIB:+ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13})
-        out=$(env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${env[@]}" "$BIN/moe_layer" "$LAYERS" "$tokens" "$STEPS" "$ids" 2>"$WORK/err")
+        overhead_env "$cfg" "$WORK/hook.$tokens.$ids.$round.json"
+        out=$(env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/moe_layer" "$LAYERS" "$tokens" "$STEPS" "$ids" 2>"$WORK/err")
         echo "$round $tokens $ids $cfg $out"
         echo "$round $tokens $ids $cfg $out" >>"$WORK/results"
         grep -i "warn\|error\|lost" "$WORK/err" | head -n 3

@@ -1,0 +1,29 @@
+# Sourced by scripts/nvidia/llama_overhead.sh and moe_layer.sh: what each configuration of an
+# overhead measurement runs with, so both scripts mean the same by `none`, `cupti` and `hook`.
+# The caller sets BIN (ggml/, the library, libcupti_only.so) before sourcing.
+#
+#   defaults  no hook, ggml's own defaults (CUDA graphs and PDL as ggml decides)
+#   none      no hook, graphs and PDL off, as the hook sets them
+#   cupti     none plus CUPTI's activity API with our kinds and API-record filter, records
+#             dropped (BIN/libcupti_only.so, from scripts/nvidia/cupti_only.c)
+#   hook      GGML_ROOFLINE_OUT set: op scopes, kernels traced through CUPTI (default settings)
+#   hook_all  hook with ROCTX_UTILS_CUPTI_API=all (an API record for every CUDA call)
+
+# The CUDA 13 libraries of the device's wheels (CUPTI among them); empty without them (ROCm).
+NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
+
+# Whether the `cupti` configuration can run here.
+cupti_only_available() { [ -f "$BIN/libcupti_only.so" ] && [ -n "$NVLIB" ]; }
+
+# overhead_env CONFIG REPORT: sets the array ENV to CONFIG's environment (REPORT: the hook's
+# report path).
+overhead_env() {
+  local cfg=$1 report=$2
+  ENV=(LD_LIBRARY_PATH="$BIN/ggml:$BIN${NVLIB:+:$NVLIB}")
+  [ "$cfg" = defaults ] || ENV+=(GGML_CUDA_DISABLE_GRAPHS=1 GGML_CUDA_PDL=0)
+  case $cfg in
+    hook | hook_all) ENV+=(GGML_ROOFLINE_OUT="$report" ${NVLIB:+ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13}) ;;
+    cupti) ENV+=(LD_PRELOAD="$BIN/libcupti_only.so" CUPTI_ONLY_LIBRARY="$NVLIB/libcupti.so.13") ;;
+  esac
+  if [ "$cfg" = hook_all ]; then ENV+=(ROCTX_UTILS_CUPTI_API=all); fi
+}
