@@ -1,5 +1,6 @@
 // Suite RoctxRangeAnnotationsEnabled: XLA_ROCM_ENABLE_ROCTX=1, fake roctx bound
 // (nvtx_utils_contract.md 12.2).
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -72,6 +73,55 @@ TEST_F(RoctxRangeAnnotationsEnabled, ScopedAnnotationEmitsARoctxRange) {
     EXPECT_EQ(Fake().ProbeDepth(), base + 1);
     EXPECT_EQ(AnnotationStack::Get(), "");
   }
+  EXPECT_EQ(Fake().ProbeDepth(), base);
+}
+
+}  // namespace
+}  // namespace tsl::profiler
+
+// An annotation object with a RangePush overload of its own, as XLA's InstructionAnnotation
+// (xla/backends/gpu/runtime/annotation.h): a registered title and a payload.
+namespace xla_like {
+struct OpRange {
+  tsl::profiler::StringHandle title;
+  static uint64_t NvtxSchemaId() { return 0; }
+};
+inline int range_push_overload_calls = 0;
+inline void RangePush(tsl::profiler::ProfilerDomainHandle domain, const OpRange& range) {
+  ++range_push_overload_calls;
+  tsl::profiler::RangePush(domain, range.title, range);
+}
+}  // namespace xla_like
+
+namespace tsl::profiler {
+namespace {
+
+// Today's upstream two-generator form: with a domain, the range generator alone names both
+// roctx's range and (through the backend's dual push) the AnnotationStack entry.
+TEST_F(RoctxRangeAnnotationsEnabled, TwoGeneratorScopedAnnotationPushesTheRange) {
+  AnnotationStack::Enable(true);
+  const int base = Fake().ProbeDepth();
+  int annotation_calls = 0;
+  {
+    ScopedAnnotation a([&] { ++annotation_calls; return std::string("op#detail=1#"); },
+                       [] { return std::string("op"); });
+    EXPECT_EQ(AnnotationStack::Get(), "op");
+    EXPECT_STREQ(Fake().last_push(), "op");
+    EXPECT_EQ(Fake().ProbeDepth(), base + 1);
+  }
+  EXPECT_EQ(annotation_calls, 0);
+  EXPECT_EQ(AnnotationStack::Get(), "");
+  EXPECT_EQ(Fake().ProbeDepth(), base);
+
+  const xla_like::OpRange range{RegisterString(DefaultProfilerDomain(), "registered_op")};
+  {
+    ScopedAnnotation b([] { return "registered_op#detail=1#"; },
+                       [&]() -> const xla_like::OpRange& { return range; });
+    EXPECT_EQ(xla_like::range_push_overload_calls, 1);
+    EXPECT_EQ(AnnotationStack::Get(), "registered_op");
+    EXPECT_STREQ(Fake().last_push(), "registered_op");
+  }
+  EXPECT_EQ(AnnotationStack::Get(), "");
   EXPECT_EQ(Fake().ProbeDepth(), base);
 }
 

@@ -87,6 +87,27 @@ TEST_F(RoctxRangeAnnotations, ScopedAnnotationIntegration) {
   EXPECT_EQ(AnnotationStack::Get(), "");
 }
 
+// Today's upstream two-generator form with no domain: the AnnotationStack gets the annotation
+// generator's text, roctx nothing, and the range generator is never called.
+TEST_F(RoctxRangeAnnotations, TwoGeneratorScopedAnnotationWithoutADomain) {
+  const int depth = Fake().depth();
+  int range_calls = 0;
+  {
+    ScopedAnnotation a([] { return std::string("op#detail=1#"); },
+                       [&] { ++range_calls; return std::string("op"); });
+    EXPECT_EQ(AnnotationStack::Get(), "op#detail=1#");
+    EXPECT_EQ(Fake().depth(), depth);
+  }
+  EXPECT_EQ(AnnotationStack::Get(), "");
+  EXPECT_EQ(range_calls, 0);
+  AnnotationStack::Enable(false);
+  {
+    ScopedAnnotation b([] { return "unheard"; }, [&] { ++range_calls; return "unheard"; });
+    EXPECT_EQ(AnnotationStack::Get(), "");
+  }
+  EXPECT_EQ(range_calls, 0);
+}
+
 TEST_F(RoctxRangeAnnotations, ScopedAnnotationDisabledStackDoesNotCrash) {
   AnnotationStack::Enable(false);
   {

@@ -78,6 +78,18 @@ ROCTX_UTILS_NOINLINE void PushListened(ProfilerDomainHandle domain, const T& gen
   }
 }
 
+// RangePush of a range generator's result: a name as above, or an object with a RangePush
+// overload of its own, found by argument-dependent lookup (as XLA's InstructionAnnotation).
+template <typename R>
+void PushRange(ProfilerDomainHandle domain, const R& range) {
+  if constexpr (std::is_convertible_v<const R&, std::string_view> ||
+                std::is_convertible_v<const R&, const char*>) {
+    RangePush(domain, AsRangeName(range));
+  } else {
+    RangePush(domain, range);
+  }
+}
+
 }  // namespace scoped_annotation_internal
 
 // Adds an annotation, produced by `generator()`, to the calling thread until the matching
@@ -91,6 +103,23 @@ ROCTX_UTILS_ALWAYS_INLINE inline void PushAnnotation(const T& generator) {
   auto domain = DefaultProfilerDomain();
   if (ROCTX_UTILS_LIKELY(domain == nullptr && !AnnotationStack::IsEnabled())) return;
   scoped_annotation_internal::PushListened(domain, generator);
+}
+
+// Today's upstream form (openxla/xla main): `annotation_generator()` names the AnnotationStack
+// entry, `range_generator()` the profiler range, e.g. a compact registered title with a
+// payload. With a domain only the range is pushed, as upstream does (the ROCm backend mirrors
+// it into AnnotationStack); without one, only the annotation. Each is called at most once.
+template <typename A, typename R,
+          std::enable_if_t<std::is_invocable_v<const A&> && std::is_invocable_v<const R&>, int> = 0>
+ROCTX_UTILS_ALWAYS_INLINE inline void PushAnnotation(const A& annotation_generator,
+                                                     const R& range_generator) {
+  auto domain = DefaultProfilerDomain();
+  if (ROCTX_UTILS_LIKELY(domain == nullptr && !AnnotationStack::IsEnabled())) return;
+  if (domain != nullptr) {
+    scoped_annotation_internal::PushRange(domain, range_generator());
+  } else {
+    AnnotationStack::PushAnnotation(scoped_annotation_internal::AsStackName(annotation_generator()));
+  }
 }
 
 inline void PushAnnotation(const char* name) {
@@ -134,6 +163,13 @@ class ScopedAnnotation {
                                          int> = 0>
   explicit ScopedAnnotation(T&& annotation) {
     PushAnnotation(std::forward<T>(annotation));
+  }
+
+  // Today's upstream form: one generator for the AnnotationStack, one for the range (see the
+  // two-generator PushAnnotation).
+  template <typename A, typename R>
+  explicit ScopedAnnotation(A&& annotation_generator, R&& range_generator) {
+    PushAnnotation(std::forward<A>(annotation_generator), std::forward<R>(range_generator));
   }
 
   // Pops the annotation pushed by the constructor.
