@@ -3,7 +3,11 @@
 // both link into one binary against one backend, with no duplicate or conflicting definition.
 #include <string>
 
+#include "header_probe.h"
 #include "tsl/profiler/lib/nvtx_utils.h"
+
+static_assert(SeesTitleTextOverload<tsl::profiler::ProfilerDomainHandle>::value,
+              "ours_tu.cc must compile against roctx_utils' nvtx_utils.h");
 
 namespace {
 struct OpAnnotation {

@@ -8,13 +8,19 @@
 #include <string>
 
 #include "check.h"
+#include "header_probe.h"
 #include "roctx_utils/roctx_utils.h"
 #include "xla/tsl/profiler/backends/cpu/annotation_stack.h"
-#include "xla/tsl/profiler/lib/nvtx_utils.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
 
 tsl::profiler::ProfilerDomainHandle PushRegisteredFromOurHeader(const std::string& title);
 
 namespace {
+
+// This translation unit sees both headers' directories and, as every XLA caller, compiles
+// against the fork's.
+static_assert(!SeesTitleTextOverload<tsl::profiler::ProfilerDomainHandle>::value,
+              "swap_rocm_test.cc must compile against the fork's nvtx_utils.h");
 
 template <typename T>
 T Sym(void* lib, const char* name) {

@@ -2,7 +2,7 @@
 // environment says, and ranges go nowhere. The fork builds without roctx_utils' Rust at all.
 #include "check.h"
 #include "xla/tsl/profiler/backends/cpu/annotation_stack.h"
-#include "xla/tsl/profiler/lib/nvtx_utils.h"
+#include "tsl/profiler/lib/nvtx_utils.h"
 
 int main() {
   using tsl::profiler::AnnotationStack;

@@ -1,8 +1,10 @@
-// The fork's own copy of XLA's range-annotation header (xla/tsl/profiler/lib/nvtx_utils.h), as
-// upstream declares it: the fork keeps its header and its callers, and only the library behind
-// it changes. roctx_utils' own copy (tsl/profiler/lib/nvtx_utils.h) declares the same functions
-// and uses the same include guard, so a translation unit that sees both keeps the first and the
-// two never conflict; both compile to the same mangled names.
+// The fork's own range-annotation header (XLA: third_party/tsl/tsl/profiler/lib/nvtx_utils.h,
+// included as "tsl/profiler/lib/nvtx_utils.h"), declaring what upstream's declares: the fork
+// keeps its header and its callers, and only the library behind it changes. roctx_utils ships a
+// header of the same name, include guard and declarations (plus one older overload); XLA's own
+// translation units always find this one first (Bazel passes repository roots such as
+// external/tsl as -iquote, before the -I of @roctx_utils' headers), and both compile to the
+// same mangled names.
 #ifndef TENSORFLOW_TSL_PROFILER_LIB_NVTX_UTILS_H_
 #define TENSORFLOW_TSL_PROFILER_LIB_NVTX_UTILS_H_
 

@@ -1,5 +1,6 @@
-// The fork's no-op backend (XLA's nvtx_utils_stub.cc), linked when --config=rocm is off.
-#include "xla/tsl/profiler/lib/nvtx_utils.h"
+// The fork's no-op backend (XLA's nvtx_utils_stub.cc): what nvtx_utils_impl compiles when
+// neither CUDA nor ROCm is configured.
+#include "tsl/profiler/lib/nvtx_utils.h"
 
 namespace tsl::profiler {
 
