@@ -18,12 +18,14 @@
 #   5c. the Python package (python/): pip install ./python with jax[cpu] in the same venv, its
 #      unit tests against that library, and an annotated JAX script (explicitly hooked, then
 #      with ROCTX_UTILS_PYTHON_HOOKS=1) read back through XProf; the XLA fork's TraceMeWrapper
-#      patch (integrations/xla/check.sh: applies to the pinned files, reduced copy tested);
+#      patch (//cc_tests:traceme_wrapper_test: the class it makes, on the pinned d8a5b437 lines);
 #   5d. the release tarball (scripts/release.sh) unpacked into a fresh directory, and its
 #      `roctx record -- COMMAND` against stock hosts on the fake rocprofiler-sdk (each record
 #      layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh);
 #   5e. `roctx stats` of the files of 5a and 5d against XProf's own kernel_stats
 #      (tests/xprof/check_stats.py);
+#   5f. the XLA fork integration: integrations/xla/check_test.sh, then check.sh --compat on each
+#      real XLA tree under ~/.cache/roctx_utils/xla_trees (skipped, and said, when there is none);
 #   6. sanitizers (docs/sanitizers.md): bazel-4 test //... --config=rocm --config=asan
 #      (AddressSanitizer + UndefinedBehaviorSanitizer, leaks included), then --config=tsan
 #      (ThreadSanitizer), in the same output base as 4 and 7;
@@ -784,6 +786,42 @@ run_stats() {
   record_result "stats: roctx record runs" "$dir/record.log" "stats" "${PIPESTATUS[0]}" check_stats.py
 }
 
+# ---------------------------------------------------------------------------------------------
+# 5f. The XLA fork integration (integrations/xla, docs/xla.md). check_test.sh: check.sh's
+#     verdicts on trees made of our own files (one that compiles against the library, one with a
+#     changed signature, one that declares a function we lack, the pinned d8a5b437 lines) and the
+#     swap's three copies (patch, README, examples/xla_fork) agreeing. Then every real XLA tree
+#     under $XLA_TREES (integrations/xla/extract_tree.sh puts one there) through
+#     `check.sh --compat`: upstream's own headers built and run against the library, both patches
+#     applied. No tree there (CI has none: upstream code is not committed): said, not counted.
+# ---------------------------------------------------------------------------------------------
+XLA_TREES=${ROCTX_UTILS_XLA_TREES:-${ROCTX_UTILS_CACHE:-$HOME/.cache/roctx_utils}/xla_trees}
+
+run_xla() {
+  local log=$TMPDIR_TESTS/xla_check.log tree name p f
+  echo
+  echo "==> integrations/xla/check_test.sh"
+  BAZEL=$BAZEL bash integrations/xla/check_test.sh 2>&1 | tee "$log"
+  record_result "xla: check.sh, the swap" "$log" "xla check" "${PIPESTATUS[0]}" check_test.sh
+  local found=0
+  for tree in "$XLA_TREES"/*/; do
+    [ -d "$tree" ] || continue
+    found=1
+    name=$(basename "$tree")
+    log=$TMPDIR_TESTS/xla_tree_$name.log
+    echo
+    echo "==> integrations/xla/check.sh --compat $tree"
+    BAZEL=$BAZEL bash integrations/xla/check.sh --compat "$tree" 2>&1 | tee "$log"
+    p=$(grep -cE '^(tree|swap|traceme|compat) +OK ' "$log")
+    f=$(grep -cE '^(tree|swap|traceme|compat) +FAIL ' "$log")
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # check.sh refused the tree (exit 2)
+    record "xla tree $name" "$p" "$f"
+  done
+  if [ "$found" -eq 0 ]; then
+    SUMMARY+=("xla trees: SKIPPED, none in $XLA_TREES (integrations/xla/extract_tree.sh; docs/xla.md)")
+  fi
+}
+
 run_cargo
 run_clippy
 run_valgrind                                        # the Rust unit tests under memcheck
@@ -793,6 +831,7 @@ run_nvtx_real                                       # needs the xprof venv's pip
 run_python                                          # needs the venv and the injection library
 run_record                                          # needs the venv and the rocm build (before 6)
 run_stats                                           # needs the files of run_xprof and run_record
+run_xla                                             # needs the rocm build; after every bazel-bin user
 run_sanitizers                                      # rocm again under asan, then tsan
 run_bazel "bazel test (stub)"                       # stub; rocm-only targets are SKIPPED
 run_consumer                                        # examples/xla_fork, both configurations
