@@ -1,5 +1,5 @@
-/* The tsl::profiler range-annotation interface, as XLA/TSL call it (`nvtx_utils.h`, newer
- * upstream name `range_annotations.h`). Declarations and their contracts only.
+/* The tsl::profiler range-annotation interface, as XLA/TSL call it (`nvtx_utils.h`, as in
+ * openxla/xla main and ROCm's jaxlib branches). Declarations and their contracts only.
  *
  * Exactly one backend defines these functions in a link:
  *   - //:roctx_utils_impl  ROCm: AnnotationStack + roctx (loaded at run time), this project;

@@ -1,5 +1,6 @@
-/* The newer upstream name of nvtx_utils.h: the same interface, so code written against either
- * header compiles and links against the same backend. */
+/* nvtx_utils.h under the name openxla/xla#46935 (open, not merged) proposes for it: the same
+ * interface, so code written against either header compiles and links against the same
+ * backend. Upstream's header is still nvtx_utils.h (docs/xla.md). */
 #ifndef TENSORFLOW_TSL_PROFILER_LIB_RANGE_ANNOTATIONS_H_
 #define TENSORFLOW_TSL_PROFILER_LIB_RANGE_ANNOTATIONS_H_
 
