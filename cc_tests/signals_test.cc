@@ -4,11 +4,13 @@
 // when it is under way, and is then signalled by the parent, which checks how it ended and what
 // it left in ROCTX_UTILS_XSPACE_OUT (and, for the roofline report, at its path).
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -63,10 +65,12 @@ struct Child {
 };
 
 // Forks a child that sets `env`, runs `before` (a host's own signal setup, before the library
-// starts), then records steps until told to stop: "step_<n>" ranges, one every millisecond.
-// After 20 steps it writes one byte to the parent. It ends by exit(0) once the host handler saw
-// a signal (then one last range after it), else only by a signal.
-Child Start(const std::vector<std::pair<std::string, std::string>>& env, const std::function<void()>& before = [] {}) {
+// starts), then records steps until told to stop: "step_<n>" ranges, one every millisecond;
+// `after_first` runs after the first (the library has started, with its threads). After 20
+// steps it writes one byte to the parent. It ends by exit(0) once the host handler saw a signal
+// (then one last range after it), else only by a signal.
+Child Start(const std::vector<std::pair<std::string, std::string>>& env, const std::function<void()>& before = [] {},
+            const std::function<void()>& after_first = [] {}) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   fflush(nullptr);
@@ -81,6 +85,7 @@ Child Start(const std::vector<std::pair<std::string, std::string>>& env, const s
       tsl::profiler::RangePush(nullptr, label.c_str());
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       tsl::profiler::RangePop(nullptr);
+      if (i == 0) after_first();
       if (i == 20) {
         char byte = 1;
         if (write(fds[1], &byte, 1) != 1) _exit(90);
@@ -219,6 +224,102 @@ TEST(Signals, TheSameSignalTwiceAtOnceIsWrittenForOnce) {
   SignalAndExpectCutShort(dir, Env(dir), SIGTERM, "cut short by SIGTERM", 2);
 }
 
+// Issue 40: a host that blocks SIGTERM in its threads and takes it with sigwait(), the POSIX way
+// for threaded programs, after the library started its threads. Ours block every asynchronous
+// signal, so SIGTERM waits for the host's sigwait() (before: the kernel gave it to a thread of
+// ours, whose handler ended the process). The host then exits normally: one complete file.
+TEST(Signals, AHostsSigwaitGetsSigtermAfterOurThreadsStarted) {
+  const std::string dir = TmpDir("sigwait");
+  const Child c = Start(Env(dir), [] {}, [] {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, nullptr);  // this thread and the one it starts
+    std::thread([term] {
+      int sig = 0;
+      if (sigwait(&term, &sig) == 0) g_host_signal = sig;
+    }).detach();
+  });
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(true, 0)) << "SIGTERM did not reach the host's sigwait()";
+  const std::vector<std::string> xspaces = XspaceFiles(dir);
+  ASSERT_EQ(xspaces.size(), 1u);
+  const std::string bytes = ReadFile(xspaces[0]);
+  EXPECT_TRUE(Contains(bytes, "after_the_host_handler"));
+  EXPECT_FALSE(Contains(bytes, "cut short"));
+}
+
+// roctx_utils_flush() from a signal handler (issue 40). While the library starts (the first
+// call, with its one-time lock held by the interrupted thread) it deadlocked for good: now it
+// never starts the library and never writes itself. Ten children, each signalled every 50 us
+// through its first calls, all end.
+void FlushingHandler(int) { roctx_utils_flush(); }
+
+TEST(Signals, FlushFromAHandlerDuringStartUpNeverHangs) {
+  for (int run = 0; run < 10; ++run) {
+    const std::string dir = TmpDir("flush_in_handler_" + std::to_string(run));
+    fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(60);
+      for (const auto& [k, v] : Env(dir)) setenv(k.c_str(), v.c_str(), 1);
+      signal(SIGUSR2, FlushingHandler);
+      const pthread_t main_thread = pthread_self();
+      std::atomic<bool> stop{false};
+      std::thread spammer([&] {
+        while (!stop.load()) {
+          pthread_kill(main_thread, SIGUSR2);
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+      });
+      for (int i = 0; i < 200; ++i) {
+        tsl::profiler::RangePush(nullptr, "start_up");
+        tsl::profiler::RangePop(nullptr);
+      }
+      stop.store(true);
+      spammer.join();
+      _exit(0);
+    }
+    Child c{pid, -1};
+    EXPECT_EQ(Ended(c, std::chrono::milliseconds(30000)), std::make_pair(true, 0)) << "run " << run;
+  }
+}
+
+// After start-up: a host's SIGTERM handler that flushes and then leaves (_exit) used to write in
+// signal context and hang (13 minutes seen, the watchdog busy): now the flush asks our thread and
+// waits, and the process ends with the host's status.
+void FlushThenExitSeven(int) {
+  roctx_utils_flush();
+  _exit(7);
+}
+
+TEST(Signals, AHostHandlerThatFlushesThenExitsEnds) {
+  const std::string dir = TmpDir("flush_then_exit");
+  const Child c = Start(Env(dir), [] { signal(SIGTERM, FlushThenExitSeven); });
+  ASSERT_TRUE(WaitReady(c));
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c, std::chrono::milliseconds(25000)), std::make_pair(true, 7));
+  const std::vector<std::string> xspaces = XspaceFiles(dir);
+  ASSERT_EQ(xspaces.size(), 1u);
+  EXPECT_TRUE(Contains(ReadFile(xspaces[0]), "step_20"));
+}
+
+// A handler the host installs after start-up (Python's signal.signal in a trainer) replaced ours,
+// and its _exit skipped every write: within a second ours is put in front again, so the write
+// comes first and the host's handler still runs (issue 40).
+void ExitFive(int) { _exit(5); }
+
+TEST(Signals, AHandlerInstalledAfterStartUpIsPutBehindOurs) {
+  const std::string dir = TmpDir("late_handler");
+  const Child c = Start(Env(dir), [] {}, [] { signal(SIGTERM, ExitFive); });
+  ASSERT_TRUE(WaitReady(c));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));  // REARM_EVERY is 1 s
+  kill(c.pid, SIGTERM);
+  EXPECT_EQ(Ended(c), std::make_pair(true, 5)) << "the host's handler did not run";
+  ExpectCutShort(dir, "cut short by SIGTERM");
+}
+
 // ROCTX_UTILS_FLUSH_EVERY: a rolling snapshot, so a SIGKILL (no handler runs) loses at most the
 // last period. One file per process, replaced whole.
 TEST(Signals, APeriodicSnapshotSurvivesSigkill) {
@@ -268,6 +369,24 @@ TEST(Signals, Sigusr1AndTheFlushCallWriteNow) {
   const std::vector<std::string> flushed = XspaceFiles(dir2);
   ASSERT_EQ(flushed.size(), 1u);
   EXPECT_TRUE(Contains(ReadFile(flushed[0]), "snapshot on request"));
+
+  // With ROCTX_UTILS_SIGNALS=0 (no handler) the call still writes; before the library started
+  // it writes nothing and does not start it.
+  const std::string dir3 = TmpDir("flush_call_signals_off");
+  fflush(nullptr);
+  const pid_t pid3 = fork();
+  if (pid3 == 0) {
+    for (const auto& [k, v] : Env(dir3)) setenv(k.c_str(), v.c_str(), 1);
+    setenv("ROCTX_UTILS_SIGNALS", "0", 1);
+    const int before_start = roctx_utils_flush();
+    tsl::profiler::RangePush(nullptr, "step_0");
+    tsl::profiler::RangePop(nullptr);
+    const int after_start = roctx_utils_flush();
+    _exit(before_start == ROCTX_UTILS_NOT_RUNNING && after_start == ROCTX_UTILS_OK ? 0 : 10 + before_start);
+  }
+  ASSERT_EQ(waitpid(pid3, &status, 0), pid3);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << WEXITSTATUS(status);
+  EXPECT_EQ(XspaceFiles(dir3).size(), 1u);
 }
 
 }  // namespace

@@ -116,6 +116,7 @@ typedef enum roctx_utils_status {
   ROCTX_UTILS_NOT_RUNNING = 2,
   ROCTX_UTILS_INVALID_ARGUMENT = 3,
   ROCTX_UTILS_IO_ERROR = 4,
+  ROCTX_UTILS_PENDING = 5, /* asked for and not done yet: roctx_utils_flush's wait ran out */
   ROCTX_UTILS_INTERNAL_ERROR = -1,
 } roctx_utils_status;
 
@@ -157,8 +158,12 @@ int roctx_utils_session_stop(roctx_utils_snapshot** out);
 /* Writes what was captured so far to the configured outputs now, as SIGUSR1 does: the running
  * automatic session's XSpace (ROCTX_UTILS_XSPACE_OUT; one file per session, replaced whole by each
  * snapshot and by the final write) and the roofline report (its path, replaced whole), each
- * marked as a snapshot. OK when something was written; NOT_RUNNING when there is nothing to
- * write (no output set, no session running) or the process is exiting. */
+ * marked as a snapshot. The library's own thread writes; this call asks it and waits, at most
+ * 10 s. OK when something was written; NOT_RUNNING when there is nothing to write (no output
+ * set, the library not started yet, a fork() child, the process exiting); PENDING when the wait
+ * ran out (the write happens when it can). Async-signal-safe: a signal handler may call it (it
+ * never starts the library, takes no lock and allocates nothing; from a handler that interrupted
+ * a thread holding a lock the write needs, it returns PENDING after the wait). */
 int roctx_utils_flush(void);
 
 /* What the running session captured so far, without stopping it. */

@@ -41,10 +41,12 @@ pub(crate) fn demangle_all(names: Vec<Box<[u8]>>) -> Vec<(String, bool)> {
         return fallback(&names);
     }
     std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("roctx-demangle".into())
-            .stack_size(DEMANGLER_STACK)
-            .spawn_scoped(scope, || names.iter().map(|n| demangle_bounded(n)).collect::<Vec<_>>());
+        let worker = roctx_sys::os::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("roctx-demangle".into())
+                .stack_size(DEMANGLER_STACK)
+                .spawn_scoped(scope, || names.iter().map(|n| demangle_bounded(n)).collect::<Vec<_>>())
+        });
         match worker {
             Ok(handle) => handle.join().unwrap_or_else(|_| fallback(&names)),
             Err(_) => fallback(&names),

@@ -1,5 +1,5 @@
-//! The OS calls: the clock (what every timestamp is), the thread id, the host name, `atexit`
-//! and `pthread_atfork`.
+//! The OS calls: the clock (what every timestamp is), the thread id, the host name, `atexit`,
+//! `pthread_atfork`, and the signal mask our threads start with.
 
 use std::cell::Cell;
 
@@ -106,4 +106,75 @@ pub fn note_start_pid() {
 pub fn is_fork_child() -> bool {
     let start = START_PID.load(std::sync::atomic::Ordering::Acquire);
     start != 0 && start != std::process::id()
+}
+
+/// The signals a thread of ours keeps unblocked: the ones the kernel sends to the thread that
+/// caused them (a fault, `abort`), which must still end or reach a debugger as they would.
+const SYNCHRONOUS: [libc::c_int; 7] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGTRAP, libc::SIGSYS, libc::SIGABRT];
+
+/// Runs `spawn` (which creates a thread) with every asynchronous signal blocked in the calling
+/// thread, then puts the caller's mask back: the new thread starts with them blocked and keeps
+/// them so. Every thread the library starts goes through here, so that a process-directed
+/// signal (SIGTERM, SIGINT, SIGHUP, SIGUSR1, ...) is never delivered to one of ours: it goes to
+/// a host thread that does not block it, or stays pending for the host's `sigwait()` when all
+/// of the host's threads block it (issue 40). A signal sent to the caller meanwhile stays
+/// pending until the mask is restored.
+pub fn with_signals_blocked<T>(spawn: impl FnOnce() -> T) -> T {
+    struct Restore(Option<libc::sigset_t>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(old) = &self.0 {
+                // SAFETY: the mask pthread_sigmask returned for this thread.
+                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+            }
+        }
+    }
+    // SAFETY: zeroed sigset_t values are valid out-parameters; sigfillset/sigdelset only write
+    // the set; pthread_sigmask changes this thread's mask (glibc keeps its own internal signals
+    // out of any set it is given) and fills `old`.
+    let restore = unsafe {
+        let mut blocked: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut blocked);
+        for sig in SYNCHRONOUS {
+            libc::sigdelset(&mut blocked, sig);
+        }
+        Restore((libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old) == 0).then_some(old))
+    };
+    let out = spawn();
+    drop(restore);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocked(sig: libc::c_int) -> bool {
+        // SAFETY: a zeroed sigset_t out-parameter; a null new set only reads the mask.
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            libc::sigismember(&mask, sig) == 1
+        }
+    }
+
+    #[test]
+    fn a_thread_started_with_signals_blocked_blocks_the_asynchronous_ones_and_the_caller_gets_its_mask_back() {
+        let before: Vec<bool> = [libc::SIGTERM, libc::SIGINT].iter().map(|&s| blocked(s)).collect();
+        let seen = with_signals_blocked(|| {
+            std::thread::spawn(|| {
+                [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGCHLD, libc::SIGPIPE]
+                    .iter()
+                    .all(|&s| blocked(s))
+                    && SYNCHRONOUS.iter().all(|&s| !blocked(s))
+            })
+        })
+        .join()
+        .unwrap();
+        assert!(seen, "the new thread must block every asynchronous signal and no synchronous one");
+        let after: Vec<bool> = [libc::SIGTERM, libc::SIGINT].iter().map(|&s| blocked(s)).collect();
+        assert_eq!(before, after, "the caller's mask is put back");
+    }
 }

@@ -19,8 +19,8 @@
 //!   too (the pid it was installed in is not the child's).
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
 use libc::c_int;
@@ -38,14 +38,14 @@ pub enum Request {
     End(c_int),
 }
 
-/// The dispositions we replaced, by [`ALL`]'s index (`None`: not ours).
-struct Previous([Option<libc::sigaction>; 4]);
-// SAFETY: plain C data, written once before any handler of ours can run, then only read.
-unsafe impl Sync for Previous {}
-// SAFETY: as above.
-unsafe impl Send for Previous {}
-
-static PREVIOUS: OnceLock<Previous> = OnceLock::new();
+/// The disposition each signal had before ours, by [`ALL`]'s index (null: not ours). Each is a
+/// leaked `sigaction`, written whole before its pointer is published and never written again,
+/// so the handler reads it without a lock; [`rearm`] publishes a new one when the host
+/// replaced ours (a handful per process at most).
+static PREVIOUS: [AtomicPtr<libc::sigaction>; 4] =
+    [AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut())];
+/// [`install`] ran (once per process).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The pipe's write end (-1: none), and the pid that installed the handlers.
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static OWNER: AtomicI32 = AtomicI32::new(0);
@@ -56,7 +56,7 @@ static FIRST_NS: AtomicU64 = AtomicU64::new(0);
 const SAME_SIGNAL_NS: u64 = 1_000_000_000;
 
 /// `clock_gettime(CLOCK_MONOTONIC)` in ns (async-signal-safe).
-fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -83,6 +83,8 @@ impl Requests {
     /// A pipe for the handlers (and nothing installed yet).
     pub fn new() -> std::io::Result<Requests> {
         let (read, write) = pipe()?;
+        // SAFETY: getpid cannot fail.
+        OWNER.store(unsafe { libc::getpid() }, Ordering::Release);
         WRITE_FD.store(write, Ordering::Release);
         Ok(Requests { read })
     }
@@ -163,6 +165,9 @@ fn wait_byte(fd: RawFd, timeout: Option<Duration>) -> Option<u8> {
 /// after [`Requests::new`].
 pub fn install(flush: bool) -> Installed {
     let mut installed = Installed::default();
+    if INSTALLED.swap(true, Ordering::AcqRel) {
+        return installed;
+    }
     let mut previous: [Option<libc::sigaction>; 4] = [None; 4];
     // SAFETY: getpid cannot fail.
     OWNER.store(unsafe { libc::getpid() }, Ordering::Release);
@@ -186,27 +191,88 @@ pub fn install(flush: bool) -> Installed {
         }
         previous[i] = Some(old);
     }
-    if PREVIOUS.set(Previous(previous)).is_err() {
-        return installed;
-    }
     for (i, &sig) in ALL.iter().enumerate() {
-        if previous[i].is_none() {
-            continue;
-        }
-        // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO (its signature) and
-        // SA_RESTART (the interrupted thread's calls go on as without us).
-        let ok = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut()) == 0
-        };
-        if ok {
+        let Some(old) = previous[i] else { continue };
+        PREVIOUS[i].store(Box::into_raw(Box::new(old)), Ordering::Release);
+        if take(sig) {
             installed.taken.push(sig);
         }
     }
     installed
+}
+
+/// Our handler's address, as `sigaction` reports it.
+fn ours() -> usize {
+    on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize
+}
+
+/// Makes our handler `sig`'s disposition.
+fn take(sig: c_int) -> bool {
+    // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO (its signature) and SA_RESTART
+    // (the interrupted thread's calls go on as without us).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ours();
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(sig, &action, ptr::null_mut()) == 0
+    }
+}
+
+/// The signals whose handler the host replaced with one of its own since we installed ours
+/// (a trainer calling `signal.signal(SIGTERM, ...)` after start-up): ours is made their
+/// disposition again, with the host's new handler as the one [`pass_on`] and a second signal
+/// run, so the host's handler still runs, after the write. A disposition the host set to the
+/// default or to ignore is left as it is (it asked for that), and so is the one [`pass_on`] put
+/// back. Called from the runtime's thread, about once a second; not from a handler.
+pub fn rearm() -> Vec<c_int> {
+    let mut rearmed = Vec::new();
+    if !INSTALLED.load(Ordering::Acquire) {
+        return rearmed;
+    }
+    for (i, &sig) in ALL.iter().enumerate() {
+        let Some(before) = previous(sig) else { continue };
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only reads.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::sigaction(sig, ptr::null(), &mut now) } != 0 {
+            continue;
+        }
+        let handler = now.sa_sigaction;
+        if handler == ours() || handler == libc::SIG_DFL || handler == libc::SIG_IGN || handler == before.sa_sigaction {
+            continue;
+        }
+        PREVIOUS[i].store(Box::into_raw(Box::new(now)), Ordering::Release);
+        if take(sig) {
+            rearmed.push(sig);
+        }
+    }
+    rearmed
+}
+
+/// Asks the runtime's thread for a snapshot, as SIGUSR1 does: one byte down the handlers' pipe.
+/// Async-signal-safe (a `getpid` and a `write`), so a host's own signal handler may call it.
+/// False where there is no thread of ours to ask (none started, or a `fork()` child).
+pub fn request_flush() -> bool {
+    // SAFETY: getpid is async-signal-safe.
+    OWNER.load(Ordering::Acquire) == unsafe { libc::getpid() } && send(0)
+}
+
+/// Sleeps `ms` milliseconds with `nanosleep`, which is async-signal-safe (a wait from a signal
+/// handler).
+pub fn nap(ms: u32) {
+    let ts = libc::timespec { tv_sec: libc::time_t::from(ms / 1000), tv_nsec: libc::c_long::from(ms % 1000) * 1_000_000 };
+    // SAFETY: a valid timespec; the remainder is not wanted (an interrupted nap is shorter).
+    unsafe { libc::nanosleep(&ts, ptr::null_mut()) };
+}
+
+/// Whether the process ignores `sig` now (`nohup`'s SIGHUP, a shell's background job's SIGINT).
+pub fn ignored(sig: c_int) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only reads.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// Whether the host had its own handler for `sig` when we installed ours.
@@ -220,7 +286,7 @@ pub fn host_handles(sig: c_int) -> bool {
 pub fn pass_on(sig: c_int) {
     if let Some(old) = previous(sig) {
         // SAFETY: the sigaction the process had.
-        unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        unsafe { libc::sigaction(sig, &old, ptr::null_mut()) };
     }
     FIRST_NS.store(0, Ordering::Release);
     ENDING_NOW.store(false, Ordering::Release);
@@ -241,7 +307,10 @@ pub fn name(sig: c_int) -> &'static str {
 
 fn previous(sig: c_int) -> Option<libc::sigaction> {
     let i = ALL.iter().position(|&s| s == sig)?;
-    PREVIOUS.get()?.0[i]
+    let p = PREVIOUS[i].load(Ordering::Acquire);
+    // SAFETY: null, or a leaked sigaction written whole before it was published and never
+    // written or freed after.
+    (!p.is_null()).then(|| unsafe { *p })
 }
 
 fn send(byte: u8) -> bool {

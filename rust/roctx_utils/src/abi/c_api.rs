@@ -27,6 +27,7 @@ const STATUS_ALREADY_RUNNING: i32 = 1;
 const STATUS_NOT_RUNNING: i32 = 2;
 const STATUS_INVALID_ARGUMENT: i32 = 3;
 const STATUS_IO_ERROR: i32 = 4;
+const STATUS_PENDING: i32 = 5;
 const STATUS_INTERNAL: i32 = -1;
 
 /// Copies `value` into the caller's `out`, at most `out->struct_size` bytes of it (the caller's
@@ -265,9 +266,11 @@ pub unsafe extern "C" fn roctx_utils_session_stop(out: *mut *mut SnapshotHandle)
 /// `roctx_utils_flush`.
 #[no_mangle]
 pub extern "C" fn roctx_utils_flush() -> i32 {
-    guard(STATUS_INTERNAL, || {
-        let _ = runtime::get();
-        if runtime::signals::flush() { STATUS_OK } else { STATUS_NOT_RUNNING }
+    // No runtime::get(): callable from a signal handler (runtime::signals::flush).
+    guard(STATUS_INTERNAL, || match runtime::signals::flush() {
+        runtime::signals::Flushed::Written => STATUS_OK,
+        runtime::signals::Flushed::Nothing => STATUS_NOT_RUNNING,
+        runtime::signals::Flushed::Pending => STATUS_PENDING,
     })
 }
 

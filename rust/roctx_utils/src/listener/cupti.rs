@@ -297,7 +297,7 @@ fn start_watch() {
         // Without our clock in CUPTI there is no sign of another client's finalize.
         log::info(format_args!("CUPTI: our timestamp callback was refused: a profiler that takes CUPTI over will not be followed by a resume"));
     }
-    let spawned = std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| {
+    let spawned = roctx_sys::os::with_signals_blocked(|| std::thread::Builder::new().name("roctx-cupti".into()).spawn(|| {
         let mut last_flush = std::time::Instant::now();
         while !WATCH_STOP.load(Ordering::Acquire) {
             std::thread::sleep(WATCH_PERIOD);
@@ -310,7 +310,7 @@ fn start_watch() {
             }
             roctx_sys::guard((), || watch_once(flush));
         }
-    });
+    }));
     match spawned {
         Ok(handle) => *WATCH_THREAD.lock().unwrap_or_else(PoisonError::into_inner) = Some((std::process::id(), handle)),
         Err(e) => {

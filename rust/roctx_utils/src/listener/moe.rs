@@ -387,7 +387,7 @@ pub fn fork_child() {
 /// of ours counts the routings, not the host's launching thread: counting a 512-token op's ids
 /// is microseconds the GPU would wait for (the host runs only a graph ahead).
 fn wake_worker() {
-    let worker = WORKER.get_or_init(|| match std::thread::Builder::new().name("roctx-moe".into()).spawn(work) {
+    let worker = WORKER.get_or_init(|| match roctx_sys::os::with_signals_blocked(|| std::thread::Builder::new().name("roctx-moe".into()).spawn(work)) {
         Ok(handle) => Some(handle.thread().clone()),
         Err(e) => {
             log::warn(format_args!("roofline: MoE read-back: no worker thread ({e}); the launching thread counts the routings"));

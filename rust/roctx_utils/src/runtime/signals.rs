@@ -10,12 +10,17 @@
 //!   or the host's own handler runs (and if the host carries on, the exit writes complete files
 //!   over these);
 //! - every `ROCTX_UTILS_FLUSH_EVERY` seconds, so a SIGKILL loses at most that window;
-//! - on SIGUSR1 and [`flush`] (`roctx_utils_flush`).
+//! - on SIGUSR1 and [`flush`] (`roctx_utils_flush`, which only asks this thread, so a host's
+//!   own signal handler may call it).
 //!
-//! `ROCTX_UTILS_SIGNALS=0` installs no handler (the periodic snapshot still runs when asked for).
+//! `ROCTX_UTILS_SIGNALS=0` installs no handler (the periodic snapshot and [`flush`] still work).
+//! Our threads block every asynchronous signal, so a handler runs on a host thread, and a host
+//! that waits for SIGTERM with `sigwait()` gets it. A handler the host installs after start-up
+//! for one of the ending signals is found within [`REARM_EVERY`] and put behind ours again, so
+//! that our write still comes first and the host's handler still runs after it.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -29,8 +34,16 @@ use crate::{export, listener};
 /// visible). Below Slurm's and Kubernetes' default grace periods (30 s).
 pub const END_WRITE_LIMIT: Duration = Duration::from_secs(10);
 
-/// One write at a time: the thread's, [`flush`]'s and the exit hooks' (see [`at_exit`]).
+/// How often the thread looks for a handler the host installed over ours.
+pub const REARM_EVERY: Duration = Duration::from_secs(1);
+
+/// One write at a time: the thread's and the exit hooks' (see [`at_exit`]).
 static WRITES: Mutex<()> = Mutex::new(());
+/// [`flush`] calls so far, and the count the thread's last requested write covered (with
+/// whether it wrote anything): a caller waits until its own call is covered.
+static FLUSH_ASKED: AtomicU64 = AtomicU64::new(0);
+static FLUSH_DONE: AtomicU64 = AtomicU64::new(0);
+static FLUSH_WROTE: AtomicBool = AtomicBool::new(false);
 /// Set once the process exits: no snapshot after the exit hooks' complete files.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
@@ -71,20 +84,25 @@ pub(super) fn start(config: &Config) {
 
 fn start_once(config: &Config) {
     let outputs = config.xspace_out.is_some() || config.roofline_out.is_some();
-    if !outputs || (!config.signals && config.flush_every.is_none()) || roctx_sys::os::is_fork_child() {
+    if !outputs || roctx_sys::os::is_fork_child() {
         if !outputs && config.flush_every.is_some() {
             log::info(format_args!("{} is set but no output is (ROCTX_UTILS_XSPACE_OUT, a roofline report path): nothing to snapshot", roctx_config::FLUSH_EVERY));
         }
         return;
     }
     let every = config.flush_every;
+    let rearm = config.signals;
     let started = (|| {
         let requests = Requests::new()?;
         // Both live for the process: never joined, and their handles dropped here own nothing
         // the threads still read.
         let watch: &'static Watch = Box::leak(Box::new(Watch { armed: Doorbell::new()?, done: Doorbell::new()? }));
-        std::thread::Builder::new().name("roctx-flush-watch".into()).spawn(move || watchdog(watch))?;
-        std::thread::Builder::new().name("roctx-flush".into()).spawn(move || run(&requests, every, watch))
+        // Our threads block the signals (roctx_sys::os::with_signals_blocked): the handler runs
+        // on a host thread, and a host that waits for them with sigwait() gets them.
+        roctx_sys::os::with_signals_blocked(|| {
+            std::thread::Builder::new().name("roctx-flush-watch".into()).spawn(move || watchdog(watch))?;
+            std::thread::Builder::new().name("roctx-flush".into()).spawn(move || run(&requests, every, rearm, watch))
+        })
     })();
     if let Err(e) = started {
         log::warn(format_args!("no pipe or thread for signals ({e}): a run ended by SIGINT/SIGTERM writes nothing, and no periodic snapshot is written"));
@@ -102,20 +120,46 @@ fn start_once(config: &Config) {
     }
 }
 
-/// The thread: waits for a request or the period, writes.
-fn run(requests: &Requests, every: Option<Duration>, watch: &Watch) {
+/// The thread: waits for a request or the period, writes; puts our handlers back in front of
+/// ones the host installed over them (when `rearm`).
+fn run(requests: &Requests, every: Option<Duration>, rearm: bool, watch: &Watch) {
+    let mut next = every.map(|e| std::time::Instant::now() + e);
     loop {
-        let why = match requests.wait(every) {
-            None => Why::Periodic,
-            Some(Request::Flush) => Why::Requested,
-            Some(Request::End(sig)) => {
-                end(sig, watch);
-                continue;
+        let now = std::time::Instant::now();
+        let until_next = next.map(|n| n.saturating_duration_since(now));
+        let timeout = if rearm { Some(until_next.map_or(REARM_EVERY, |d| d.min(REARM_EVERY))) } else { until_next };
+        match requests.wait(timeout) {
+            None => {
+                if rearm {
+                    rearm_handlers();
+                }
+                if let (Some(at), Some(e)) = (next, every) {
+                    if std::time::Instant::now() >= at {
+                        roctx_sys::guard((), || {
+                            write(Why::Periodic);
+                        });
+                        next = Some(std::time::Instant::now() + e);
+                    }
+                }
             }
-        };
-        roctx_sys::guard((), || {
-            write(why);
-        });
+            Some(Request::Flush) => {
+                // Every flush() counted by now is covered by this write.
+                let asked = FLUSH_ASKED.load(Ordering::Acquire);
+                let wrote = roctx_sys::guard(false, || write(Why::Requested));
+                FLUSH_WROTE.store(wrote, Ordering::Release);
+                FLUSH_DONE.fetch_max(asked, Ordering::AcqRel);
+            }
+            Some(Request::End(sig)) => end(sig, watch),
+        }
+    }
+}
+
+fn rearm_handlers() {
+    for sig in signals::rearm() {
+        log::info(format_args!(
+            "signals: the process installed its own {} handler after start-up; ours runs first again (writing what was captured), then its own",
+            signal_name(sig)
+        ));
     }
 }
 
@@ -163,10 +207,42 @@ fn pass_on_once(sig: c_int) {
     }
 }
 
-/// Writes a snapshot of every output now (`roctx_utils_flush`). Returns whether anything was
-/// written.
-pub fn flush() -> bool {
-    write(Why::Requested)
+/// What [`flush`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flushed {
+    /// The snapshot was written.
+    Written,
+    /// Nothing to write: no output, no thread of ours (the library not started, a `fork()`
+    /// child), or the process is exiting.
+    Nothing,
+    /// Asked for, but not written within [`END_WRITE_LIMIT`]; the thread writes it when it can.
+    Pending,
+}
+
+/// A snapshot of every output now (`roctx_utils_flush`): asks the `roctx-flush` thread, as
+/// SIGUSR1 does, and waits for its write, at most [`END_WRITE_LIMIT`]. Async-signal-safe (atomics,
+/// one `write`, `nanosleep`), so a host's signal handler may call it: it never starts the library,
+/// never takes a lock and never writes itself, where the interrupted thread may hold what a write
+/// needs. From a handler whose thread holds such a lock the wait runs out (`Pending`), and the
+/// thread writes once the handler has returned.
+pub fn flush() -> Flushed {
+    if EXITING.load(Ordering::Acquire) {
+        return Flushed::Nothing;
+    }
+    let mine = FLUSH_ASKED.fetch_add(1, Ordering::AcqRel) + 1;
+    if !signals::request_flush() {
+        return Flushed::Nothing;
+    }
+    let deadline = signals::monotonic_ns().saturating_add(u64::try_from(END_WRITE_LIMIT.as_nanos()).unwrap_or(u64::MAX));
+    loop {
+        if FLUSH_DONE.load(Ordering::Acquire) >= mine {
+            return if FLUSH_WROTE.load(Ordering::Acquire) { Flushed::Written } else { Flushed::Nothing };
+        }
+        if signals::monotonic_ns() >= deadline {
+            return Flushed::Pending;
+        }
+        signals::nap(1);
+    }
 }
 
 fn write(why: Why) -> bool {
