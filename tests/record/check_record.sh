@@ -167,7 +167,9 @@ else
 fi
 
 # ---- Python stopped with Ctrl-C (issue 29): the write comes first, then Python's own handler
-# (KeyboardInterrupt, its traceback), and Python ends by SIGINT without C exit hooks ----
+# (KeyboardInterrupt, its traceback), and Python ends by SIGINT without C exit hooks. A job this
+# script starts with & ignores SIGINT (POSIX), and roctx keeps an ignored signal ignored (issue
+# 40): env --default-signal gives it SIGINT's default, as a terminal's foreground job has it ----
 name=python-sigint
 log=$WORK/$name.log
 cat >"$WORK/forever.py" <<'PYEOF'
@@ -179,7 +181,7 @@ for i in itertools.count():
     if i == 20:
         print("forever.py: looping", flush=True)
 PYEOF
-"${CLEAN[@]}" ROCM_PATH="$WORK/rocm" setsid "$ROCTX" record -o "$WORK/$name" -- /usr/bin/python3 "$WORK/forever.py" >"$log" 2>&1 &
+"${CLEAN[@]}" ROCM_PATH="$WORK/rocm" setsid env --default-signal=INT "$ROCTX" record -o "$WORK/$name" -- /usr/bin/python3 "$WORK/forever.py" >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q 'forever.py: looping' "$log" 2>/dev/null && break; sleep 0.1; done
 kill -INT "$pid"
@@ -266,6 +268,82 @@ else
   sed 's/^/    /' "$log"
   fail "$name" "exit $rc (expected 143), or no cut-short file"
 fi
+
+# ---- issue 40: hang-ups, report paths, run directories, background workers ----
+# `nohup roctx record -- job &`: a signal ignored when roctx starts stays ignored, for roctx and
+# the command (exit 129 before: roctx replaced nohup's SIG_IGN with its forwarding handler).
+name=nohup
+log=$WORK/$name.log
+"${CLEAN[@]}" /bin/sh -c 'trap "" HUP; exec "$@"' sh "$ROCTX" record --platform nvidia --no-kernels -o "$WORK/$name" -- \
+  /bin/sh -c 'kill -HUP $PPID; kill -HUP $$; sleep 0.3; echo "nohup: survived"' >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'nohup: survived' "$log" && ! grep -q 'passed on to it' "$log"; then
+  pass "$name: a hang-up ignored when roctx starts stays ignored, for it and the command"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc (expected 0)"
+fi
+
+# --roofline F: a FIFO or a symbolic link is refused before the command, as the library refuses
+# it at the write; an F from an earlier run is never named as this run's report.
+mkfifo "$WORK/report.fifo" 2>/dev/null
+ln -sf "$WORK/elsewhere.json" "$WORK/report.link"
+expect_refusal roofline-fifo 'report.fifo: is a FIFO; only a regular file is ever replaced' "$ROCTX" record --platform nvidia -o "$WORK/x" --roofline "$WORK/report.fifo"
+expect_refusal roofline-symlink 'report.link: is a symbolic link' "$ROCTX" record --platform nvidia -o "$WORK/x" --roofline "$WORK/report.link"
+name=stale-report
+log=$WORK/$name.log
+echo '{"from": "an earlier run"}' >"$WORK/$name.json"
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia -o "$WORK/$name" --roofline "$WORK/$name.json" -- /bin/true >"$log" 2>&1
+if grep -q 'no roofline report was written by this run' "$log" && ! grep -q 'roctx record: roofline report' "$log" &&
+  grep -q 'an earlier run' "$WORK/$name.json"; then
+  pass "$name: an older report is not presented as this run's, and is left as it was"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "the old report was named, or changed"
+fi
+
+# Two runs started together with the same -o: a run directory each, a process each.
+name=same-second
+rm -rf "$WORK/$name"
+for i in 1 2; do
+  "${CLEAN[@]}" "$ROCTX" record --platform nvidia --no-kernels -o "$WORK/$name" -- /usr/bin/python3 "$WORK/annotate.py" >"$WORK/$name.$i.log" 2>&1 &
+done
+wait
+runs=$(find "$WORK/$name/plugins/profile" -mindepth 1 -maxdepth 1 -type d | wc -l)
+if [ "$runs" -eq 2 ] && grep -q '1 process,' "$WORK/$name.1.log" && grep -q '1 process,' "$WORK/$name.2.log" &&
+  [ "$(grep -ho 'writing .*' "$WORK/$name.1.log")" != "$(grep -ho 'writing .*' "$WORK/$name.2.log")" ]; then
+  pass "$name: two runs, two run directories, one process each"
+else
+  sed 's/^/    /' "$WORK/$name.1.log" "$WORK/$name.2.log"
+  fail "$name" "$runs run directories"
+fi
+
+# A command that leaves a background worker: said, and --wait all waits for it (nsys --wait=all).
+name=background
+cat >"$WORK/spawn_worker.sh" <<SHEOF
+(sleep 1; /usr/bin/python3 "$WORK/annotate.py") >/dev/null 2>&1 &
+echo "spawn_worker: started"
+SHEOF
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia --no-kernels -o "$WORK/$name" -- /bin/sh "$WORK/spawn_worker.sh" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'processes the command started are still running' "$log" && grep -q 'no trace in .* yet' "$log"; then
+  pass "$name: a worker still running is said, not 'nothing was captured'"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+log=$WORK/$name-wait.log
+"${CLEAN[@]}" "$ROCTX" record --platform nvidia --no-kernels --wait all -o "$WORK/$name-wait" -- /bin/sh "$WORK/spawn_worker.sh" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'waiting for the processes it started' "$log" && grep -q '1 process, 3 ranges, 3 marks' "$log" &&
+  ! grep -q 'still running' "$log"; then
+  pass "$name: --wait all waits for the worker and counts its trace"
+else
+  sed 's/^/    /' "$log"
+  fail "$name --wait all" "exit $rc"
+fi
+sleep 1.5  # the first run's worker, before WORK is removed
 
 echo "record: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

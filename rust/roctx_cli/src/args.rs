@@ -66,9 +66,23 @@ pub(crate) struct RecordArgs {
     /// binary, as the release tarball lays them out).
     #[arg(long, value_name = "DIR")]
     pub(crate) lib_dir: Option<PathBuf>,
+    /// When to say what was captured: when the command ends (primary), or when every process it
+    /// started has ended too (all: background workers, daemons that keep our file descriptor),
+    /// as `nsys --wait`.
+    #[arg(long, value_enum, default_value_t = Wait::Primary)]
+    pub(crate) wait: Wait,
     /// The command and its arguments, after `--`.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<OsString>,
+}
+
+/// `roctx record --wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Wait {
+    /// The command itself.
+    Primary,
+    /// The command and every process it started.
+    All,
 }
 
 /// `roctx record --platform`.

@@ -17,17 +17,27 @@
 //!    `--roofline`. A value the user set already is kept.
 //! 3. **While it runs**: the command is in our process group, so a terminal's Ctrl-C reaches it
 //!    directly (and is not sent twice); a signal sent to `roctx` itself (`kill`, `timeout`, a
-//!    job scheduler) is forwarded to it, so it can finish its files.
-//! 4. **Afterwards**: the summary (processes, ranges, marks, kernels, copies, what the traces
-//!    say was lost, the files, the `xprof --logdir` line) on stderr, and the command's own exit:
-//!    its code, or the same signal raised on ourselves.
+//!    job scheduler) is forwarded to it, so it can finish its files. A signal the process
+//!    ignored when `roctx record` started (`nohup`'s SIGHUP) stays ignored, for us and for the
+//!    command. Every process the command starts inherits one end of a pipe of ours (the
+//!    lifeline), so we can tell when they have all ended.
+//! 4. **Afterwards** (when the command ends, or with `--wait all` when every process it started
+//!    has): the summary (processes, ranges, marks, kernels, copies, what the traces say was
+//!    lost, the files this run wrote, processes still running, the `xprof --logdir` line) on
+//!    stderr, and the command's own exit: its code, or the same signal raised on ourselves.
+//!
+//! Without `--run-name` (or `ROCTX_UTILS_RUN_NAME`) each run gets a directory of its own: the
+//! start time, as XProf names runs, and `_2`, `_3`, ... when another run took that name in the
+//! same second (the directory is created here, so two runs can never share it).
 
 use std::ffi::OsString;
 use std::fs;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use roctx_config::launch::LaunchEnv;
 use roctx_export::xplane_proto::XSpace;
@@ -36,15 +46,16 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
-use crate::args::RecordArgs;
+use crate::args::{RecordArgs, Wait};
 use crate::input;
 use crate::messages::{Failure, Status};
 use crate::platform::{self, Found};
 
-/// A line on stderr, control characters in paths, names and warnings made printable.
+/// A line on stderr, on one line whatever its paths, names and warnings hold
+/// ([`crate::messages::one_line`]).
 macro_rules! say {
     ($($t:tt)*) => {
-        crate::messages::print_err(&format!("{}\n", format_args!($($t)*)))
+        crate::messages::print_err(&format!("{}\n", crate::messages::one_line(&format!($($t)*))))
     };
 }
 
@@ -58,19 +69,25 @@ const FORWARDED: [i32; 6] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
 
 /// Runs `roctx record`.
 pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
+    let started = SystemTime::now();
     let env = LaunchEnv::current();
     let found = platform::detect(args.platform, &env)?;
     let lib_dir = lib_dir(args)?;
     let library = library(&lib_dir, &found)?;
     let logdir = prepare_dir(&args.output, "-o")?;
     let roofline = args.roofline.as_deref().map(prepare_report).transpose()?;
-    let run = args.run_name.clone().or_else(|| env.run_name.clone()).unwrap_or_else(|| roctx_export::logdir::run_name(std::time::SystemTime::now()));
-    // The directory the library will write into for that name (the same mapping).
-    let run_dir_name = roctx_config::job::run_dir_name(&run)
-        .ok_or_else(|| Failure::new(format!("the run name {run:?} names no directory")).hint("pass --run-name with a usable name"))?;
+    let (run, run_dir_name) = match args.run_name.clone().or_else(|| env.run_name.clone()) {
+        // The directory the library will write into for that name (the same mapping).
+        Some(run) => {
+            let dir = roctx_config::job::run_dir_name(&run)
+                .ok_or_else(|| Failure::new(format!("the run name {run:?} names no directory")).hint("pass --run-name with a usable name"))?;
+            (run, dir)
+        }
+        None => reserve_run(&logdir, started)?,
+    };
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_deref(), args.no_kernels)?;
+    environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_ref().map(|r| r.path.as_path()), args.no_kernels)?;
 
     let what = match &found {
         Found::Rocm(sdk) => format!("ROCm (rocprofiler-sdk {})", sdk.display()),
@@ -80,19 +97,30 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
     let run_dir = logdir.join("plugins/profile").join(&run_dir_name);
     say!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
 
-    // Before the spawn, so that no signal sent in between kills us instead of reaching the command.
-    let mut signals = SignalsInfo::<WithOrigin>::new(FORWARDED)
+    // Before the spawn, so that no signal sent in between kills us instead of reaching the
+    // command. A signal ignored now (nohup's SIGHUP) is left ignored: the command inherits that.
+    let mut signals = SignalsInfo::<WithOrigin>::new(forwardable())
         .map_err(|e| Failure::new(format!("could not install signal handlers: {e}")))?;
     let handle = signals.handle();
+    let mut lifeline = Lifeline::new().map_err(|e| Failure::new(format!("could not make a pipe: {e}")))?;
     let mut child = command.spawn().map_err(|e| {
         Failure::new(format!("could not start {}: {e}", args.command[0].to_string_lossy())).hint("check the command's name and that it is executable")
     })?;
+    lifeline.drop_ours();
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let forwarded = Arc::new(AtomicBool::new(false));
+    // Set once the command is reaped (its pid may then be another process's), and by a signal
+    // that comes after: it ends `--wait all`'s wait.
+    let reaped = Arc::new(AtomicBool::new(false));
+    let stop_waiting = Arc::new(AtomicBool::new(false));
     let forwarder = {
-        let forwarded = Arc::clone(&forwarded);
+        let (forwarded, reaped, stop_waiting) = (Arc::clone(&forwarded), Arc::clone(&reaped), Arc::clone(&stop_waiting));
         std::thread::spawn(move || {
             for info in signals.forever() {
+                if reaped.load(Ordering::Acquire) {
+                    stop_waiting.store(true, Ordering::Release);
+                    continue;
+                }
                 // A terminal's Ctrl-C (and ^\) comes from the kernel to the whole foreground
                 // process group: the command has it already.
                 if matches!(info.cause, Cause::Kernel) {
@@ -106,12 +134,82 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
         })
     };
     let status = child.wait().map_err(|e| Failure::new(format!("waiting for the command: {e}")));
+    reaped.store(true, Ordering::Release);
+    if status.is_ok() && args.wait == Wait::All && lifeline.held() {
+        say!("roctx record: the command ended; waiting for the processes it started (--wait all; Ctrl-C stops waiting)");
+        lifeline.wait(&stop_waiting);
+    }
     handle.close();
     let _ = forwarder.join();
     let status = status?;
 
-    summary(&logdir, &run_dir, roofline.as_deref(), status, forwarded.load(Ordering::Relaxed));
+    let still_running = lifeline.held();
+    summary(&Outcome { logdir: &logdir, run_dir: &run_dir, started, roofline: roofline.as_ref(), status, forwarded: forwarded.load(Ordering::Relaxed), still_running });
     Ok(exit_like(status))
+}
+
+/// [`FORWARDED`] but for the signals the process ignores now: `nohup roctx record -- job &`
+/// must survive the hang-up, and so must the job (`exec` keeps an ignored disposition).
+fn forwardable() -> Vec<i32> {
+    FORWARDED.iter().copied().filter(|&sig| !roctx_sys::signals::ignored(sig)).collect()
+}
+
+/// A pipe whose write end the command, and every process it starts, inherits (unless one closes
+/// the file descriptors it was given, as a daemon may): end of file on the read end means they
+/// have all ended. Our own copy of the write end is closed once the command is started.
+struct Lifeline {
+    read: OwnedFd,
+    write: Option<OwnedFd>,
+}
+
+impl Lifeline {
+    fn new() -> nix::Result<Lifeline> {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+        // The write end is left inheritable on purpose; the read end is ours alone.
+        let (read, write) = nix::unistd::pipe()?;
+        fcntl(read.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        fcntl(read.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        Ok(Lifeline { read, write: Some(write) })
+    }
+
+    fn drop_ours(&mut self) {
+        self.write = None;
+    }
+
+    /// Whether some process still holds the write end: nothing is ever written to the pipe, so
+    /// a read says end of file once no writer is left, and "would block" while one is.
+    fn held(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(nix::unistd::read(self.read.as_raw_fd(), &mut byte), Err(nix::errno::Errno::EAGAIN))
+    }
+
+    /// Until no process holds the write end, or `stop` is set.
+    fn wait(&self, stop: &AtomicBool) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        while self.held() && !stop.load(Ordering::Acquire) {
+            // POLLHUP comes back when the last writer goes.
+            let _ = poll(&mut [PollFd::new(self.read.as_fd(), PollFlags::POLLIN)], PollTimeout::from(200u16));
+        }
+    }
+}
+
+/// A run name of its own for this run: the start time, as XProf names runs, or that with `_2`,
+/// `_3`, ... when a run started in the same second has it. Its directory is created here, so
+/// that no other run can take it meanwhile.
+fn reserve_run(logdir: &Path, started: SystemTime) -> Result<(String, String), Failure> {
+    let base = roctx_export::logdir::run_name(started);
+    let runs = logdir.join("plugins/profile");
+    fs::create_dir_all(&runs).map_err(|e| Failure::io("creating", &runs, e))?;
+    for n in 1..=1000 {
+        let run = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+        let Some(dir) = roctx_config::job::run_dir_name(&run) else { break };
+        match fs::create_dir(runs.join(&dir)) {
+            Ok(()) => return Ok((run, dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Failure::io("creating", &runs.join(&dir), e)),
+        }
+    }
+    Err(Failure::new(format!("{}: no free run directory for {base}", runs.display())).hint("pass --run-name"))
 }
 
 /// `--lib-dir`, else `<dir of this binary>/../lib` (the release layout), else the binary's own
@@ -152,16 +250,46 @@ fn prepare_dir(dir: &Path, flag: &str) -> Result<PathBuf, Failure> {
     Ok(dir)
 }
 
+/// The roofline report `--roofline` names, and what was at its path before the run.
+struct Report {
+    path: PathBuf,
+    before: Option<Identity>,
+}
+
+/// A file's identity and contents' age: the library replaces the report by renaming a new file
+/// over it, so a report this run wrote has a new inode (and time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    mtime_ns: i128,
+    len: u64,
+}
+
+fn identity(path: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(path).ok()?;
+    Some(Identity { dev: m.dev(), ino: m.ino(), mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()), len: m.len() })
+}
+
 /// The roofline report's path: absolute (the command may change directory), its directory
-/// writable, and not a directory itself.
-fn prepare_report(path: &Path) -> Result<PathBuf, Failure> {
+/// writable, and nothing there or a regular file: the same check the library makes when it
+/// writes (a directory, FIFO, socket, device or symbolic link is never replaced), made before
+/// the command starts.
+fn prepare_report(path: &Path) -> Result<Report, Failure> {
     let path = absolute(path);
-    if path.is_dir() {
-        return Err(Failure::new(format!("--roofline {}: is a directory", path.display())).hint("--roofline takes a file name, such as roofline.json"));
+    match roctx_export::output::existing_kind(&path) {
+        Ok(None | Some(roctx_export::output::FileKind::Regular)) => {}
+        Ok(Some(kind)) => {
+            return Err(Failure::new(format!("--roofline {}: is {}; only a regular file is ever replaced", path.display(), kind.describe()))
+                .hint("--roofline takes the name of a new or regular file, such as roofline.json"));
+        }
+        Err(e) => return Err(Failure::io("--roofline: cannot look at", &path, e)),
     }
     let parent = path.parent().unwrap_or(Path::new("/"));
     prepare_dir(parent, "--roofline")?;
-    Ok(path)
+    let before = identity(&path);
+    Ok(Report { path, before })
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -295,9 +423,22 @@ fn add(c: &mut Counts, space: &XSpace) {
     c.warnings.extend(space.warnings.iter().cloned());
 }
 
-fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitStatus, forwarded: bool) {
+/// What [`summary`] reports on.
+struct Outcome<'a> {
+    logdir: &'a Path,
+    run_dir: &'a Path,
+    started: SystemTime,
+    roofline: Option<&'a Report>,
+    status: ExitStatus,
+    forwarded: bool,
+    /// Processes the command started still hold the lifeline.
+    still_running: bool,
+}
+
+fn summary(o: &Outcome<'_>) {
     use std::os::unix::process::ExitStatusExt;
-    let files = xspaces(run_dir);
+    let (logdir, run_dir, status, forwarded) = (o.logdir, o.run_dir, o.status, o.forwarded);
+    let (files, older) = this_runs(xspaces(run_dir), o.started);
     let c = count(&files);
     let ended = match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with {code}"),
@@ -305,7 +446,18 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
         _ => "ended".to_owned(),
     };
     say!("roctx record: the command {ended}{}", if forwarded { " (signals sent to roctx were passed on to it)" } else { "" });
-    if files.is_empty() {
+    if o.still_running {
+        say!(
+            "roctx record: processes the command started are still running: their traces land in {} when they end, after this summary (roctx record --wait all waits for them)",
+            run_dir.display()
+        );
+    }
+    if older > 0 {
+        say!("roctx record: {older} older trace file{} in {} left out (not written by this run)", if older == 1 { "" } else { "s" }, run_dir.display());
+    }
+    if files.is_empty() && o.still_running {
+        say!("roctx record: no trace in {} yet", run_dir.display());
+    } else if files.is_empty() {
         let why = match status.signal() {
             Some(9) => "SIGKILL gives a process no chance to write: everything it captured is lost (ROCTX_UTILS_FLUSH_EVERY=<seconds> keeps a snapshot that survives it)".to_owned(),
             Some(_) => "it died of a signal before writing (a fatal signal's own handler never ran ours)".to_owned(),
@@ -344,16 +496,30 @@ fn summary(logdir: &Path, run_dir: &Path, roofline: Option<&Path>, status: ExitS
             say!("  {}", f.display());
         }
     }
-    if let Some(report) = roofline {
-        if report.is_file() {
-            say!("roctx record: roofline report {} (roctx roofline {} --svg roofline.svg)", report.display(), report.display());
+    if let Some(report) = o.roofline {
+        let path = report.path.as_path();
+        let now = identity(path);
+        let regular = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+        if regular && now.is_some() && now != report.before {
+            say!("roctx record: roofline report {} (roctx roofline {} --svg roofline.svg)", path.display(), path.display());
+        } else if now.is_some() {
+            say!("roctx record: no roofline report was written by this run: what is at {} is from before, left as it was", path.display());
         } else {
-            say!("roctx record: no roofline report at {}", report.display());
+            say!("roctx record: no roofline report at {}", path.display());
         }
     }
     if !files.is_empty() {
         say!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), run_dir.display());
     }
+}
+
+/// The files this run wrote (changed since it started; a second of slack for coarse file
+/// times), and how many older ones were left out (a run name used before).
+fn this_runs(files: Vec<PathBuf>, started: SystemTime) -> (Vec<PathBuf>, usize) {
+    let since = started.checked_sub(std::time::Duration::from_secs(1)).unwrap_or(started);
+    let (new, old): (Vec<PathBuf>, Vec<PathBuf>) =
+        files.into_iter().partition(|f| fs::metadata(f).and_then(|m| m.modified()).map_or(true, |t| t >= since));
+    (new, old.len())
 }
 
 fn xspaces(run_dir: &Path) -> Vec<PathBuf> {
@@ -392,5 +558,52 @@ mod tests {
         assert_eq!(tool_list(Some("a.so:b.so:".into()), ours), OsString::from("a.so:b.so:/r/lib/libroctx_utils_tool.so:"));
         // Already listed: not twice.
         assert_eq!(tool_list(Some("/r/lib/libroctx_utils_tool.so".into()), ours), OsString::from("/r/lib/libroctx_utils_tool.so"));
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("roctx_record_{name}_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn runs_started_in_the_same_second_get_a_directory_each() {
+        let logdir = scratch("reserve");
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000);
+        let (a, da) = reserve_run(&logdir, t).unwrap();
+        let (b, db) = reserve_run(&logdir, t).unwrap();
+        let (c, _) = reserve_run(&logdir, t).unwrap();
+        assert_eq!(b, format!("{a}_2"));
+        assert_eq!(c, format!("{a}_3"));
+        assert_ne!(da, db);
+        assert!(logdir.join("plugins/profile").join(&da).is_dir() && logdir.join("plugins/profile").join(&db).is_dir());
+        let _ = fs::remove_dir_all(&logdir);
+    }
+
+    #[test]
+    fn only_the_files_this_run_wrote_are_counted() {
+        let dir = scratch("this_runs");
+        let old = dir.join("old.xplane.pb");
+        fs::write(&old, b"").unwrap();
+        let file = fs::File::options().write(true).open(&old).unwrap();
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+        let new = dir.join("new.xplane.pb");
+        fs::write(&new, b"").unwrap();
+        let (files, older) = this_runs(vec![new.clone(), old], SystemTime::now() - std::time::Duration::from_secs(5));
+        assert_eq!((files, older), (vec![new], 1));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_lifeline_is_held_until_every_process_that_inherited_it_ends() {
+        let mut lifeline = Lifeline::new().unwrap();
+        let mut child = Command::new("/bin/sh").args(["-c", "sleep 0.3"]).spawn().unwrap();
+        lifeline.drop_ours();
+        assert!(lifeline.held(), "the child holds the write end");
+        child.wait().unwrap();
+        assert!(!lifeline.held(), "nobody holds it once the child ended");
+        let stop = AtomicBool::new(true);
+        lifeline.wait(&stop); // returns at once
     }
 }
