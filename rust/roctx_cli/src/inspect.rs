@@ -13,7 +13,7 @@ use roctx_export::inspect::{self, LineSummary, PlaneSummary, Run, Severity, Summ
 
 use crate::args::InspectArgs;
 use crate::input;
-use crate::messages::{plural, printable, Failure, Status};
+use crate::messages::{plural, printable, text_line, Failure, Status};
 
 /// Runs `roctx inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
@@ -39,7 +39,7 @@ pub(crate) fn run(args: &InspectArgs) -> Result<Status, Failure> {
 
 fn to_text(run: Option<&Run>, reports: &[(String, Summary)], out: &mut impl Write) -> io::Result<()> {
     if let Some(run) = run {
-        writeln!(out, "run {}: {}: {}", run.name, plural(run.processes.len() as u64, "process", "processes"), run.processes.join(", "))?;
+        text_line!(out, "run {}: {}: {}", run.name, plural(run.processes.len() as u64, "process", "processes"), run.processes.join(", "))?;
         writeln!(out)?;
     }
     for (i, (path, s)) in reports.iter().enumerate() {
@@ -52,36 +52,36 @@ fn to_text(run: Option<&Run>, reports: &[(String, Summary)], out: &mut impl Writ
 }
 
 fn write_summary(out: &mut impl Write, path: &Path, s: &Summary) -> io::Result<()> {
-    writeln!(out, "{}", path.display())?;
+    text_line!(out, "{}", path.display())?;
     let hosts = if s.hostnames.is_empty() { "(none)".to_owned() } else { s.hostnames.join(", ") };
-    writeln!(out, "  hostnames: {hosts}")?;
+    text_line!(out, "  hostnames: {hosts}")?;
     for w in &s.xspace_warnings {
-        writeln!(out, "  xspace warning: {w}")?;
+        text_line!(out, "  xspace warning: {w}")?;
     }
     for e in &s.xspace_errors {
-        writeln!(out, "  xspace error: {e}")?;
+        text_line!(out, "  xspace error: {e}")?;
     }
     for plane in &s.planes {
         write_plane(out, plane)?;
     }
     let (errors, warnings) = (s.count(Severity::Error), s.count(Severity::Warning));
     if errors + warnings == 0 {
-        return writeln!(out, "  validation: ok");
+        return text_line!(out, "  validation: ok");
     }
-    writeln!(out, "  validation: {}, {}", plural(errors as u64, "error", "errors"), plural(warnings as u64, "warning", "warnings"))?;
+    text_line!(out, "  validation: {}, {}", plural(errors as u64, "error", "errors"), plural(warnings as u64, "warning", "warnings"))?;
     for issue in &s.issues {
         let label = match issue.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        writeln!(out, "    {label}: {}", issue.message)?;
+        text_line!(out, "    {label}: {}", issue.message)?;
     }
     Ok(())
 }
 
 fn write_plane(out: &mut impl Write, p: &PlaneSummary) -> io::Result<()> {
     let shown = if p.rendered { "rendered by XProf" } else { "NOT rendered by XProf" };
-    writeln!(out, "  plane {:?} (id {}): {}, {}, {shown}", p.name, p.id, plural(p.line_count as u64, "line", "lines"), plural(p.event_count as u64, "event", "events"))?;
+    text_line!(out, "  plane {:?} (id {}): {}, {}, {shown}", p.name, p.id, plural(p.line_count as u64, "line", "lines"), plural(p.event_count as u64, "event", "events"))?;
     if p.lines.is_empty() {
         return Ok(());
     }
@@ -89,7 +89,7 @@ fn write_plane(out: &mut impl Write, p: &PlaneSummary) -> io::Result<()> {
     let row_w = width("row", &|l| l.row.to_string().len());
     let id_w = width("id", &|l| l.id.to_string().len());
     let name_w = width("line", &|l| line_label(l).len());
-    writeln!(out, "    {:>row_w$}  {:>id_w$}  events  depth  {:<name_w$}  first events", "row", "id", "line")?;
+    text_line!(out, "    {:>row_w$}  {:>id_w$}  events  depth  {:<name_w$}  first events", "row", "id", "line")?;
     for l in &p.lines {
         writeln!(
             out,

@@ -98,6 +98,22 @@ pub(crate) fn printable(text: &str) -> String {
     text.chars().map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c }).collect()
 }
 
+/// `text` on one line: every control character, line breaks included, replaced by U+FFFD. For
+/// what a file says (a label, a note, a warning, a host or device name): a line break in it would
+/// print as a row or a note of its own, one a received file could forge (issue 40).
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
+}
+
+/// `writeln!` for the lines of a report: the line is made [`one_line`] before it is written, so
+/// the only line breaks in a report are the ones its code writes.
+macro_rules! text_line {
+    ($out:expr, $($t:tt)*) => {
+        writeln!($out, "{}", $crate::messages::one_line(&format!($($t)*)))
+    };
+}
+pub(crate) use text_line;
+
 /// `roctx: <message>` on stderr. A closed stderr is ignored: there is nobody left to tell.
 pub(crate) fn error(message: &str) {
     let _ = writeln!(io::stderr(), "roctx: {}", printable(message));

@@ -11,7 +11,7 @@ use roctx_roofline::{analyse, svg, Analysis, Ceiling, Device, Group, Peaks, Repo
 
 use crate::args::RooflineArgs;
 use crate::input::{self, Hints};
-use crate::messages::{self, print, printable, Failure, Status};
+use crate::messages::{self, one_line, print, text_line, Failure, Status};
 use crate::output;
 
 /// Groups shown in the table without `--top`.
@@ -35,7 +35,7 @@ pub(crate) fn run(args: &RooflineArgs) -> Result<Status, Failure> {
                 .hint("roctx roofline reads the JSON report of a GGML_ROOFLINE_OUT run (schema in docs/roofline.md)")
         })?;
         if let Some(why) = &report.cut_short {
-            messages::print_err(&format!("note: {}: {why}\n", path.display()));
+            messages::print_err(&format!("note: {}: {}\n", path.display(), one_line(why)));
         }
         reports.push(report);
     }
@@ -145,22 +145,22 @@ fn table(paths: &[PathBuf], a: &Analysis, hidden: usize) -> String {
     let schema = a.schema_version.map_or_else(|| "llama.cpp reference format".to_owned(), |v| format!("schema {v}"));
     let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let joined = if paths.len() > 1 { ", joined" } else { "" };
-    let _ = writeln!(out, "report: {} ({schema}{joined})", shown.join(" + "));
-    let device = if a.device.is_empty() { "(not set)".to_owned() } else { printable(&a.device) };
+    let _ = text_line!(out, "report: {} ({schema}{joined})", shown.join(" + "));
+    let device = if a.device.is_empty() { "(not set)".to_owned() } else { a.device.clone() };
     match &a.peaks {
         Some(p) => {
-            let _ = writeln!(out, "device: {device}, peaks of {}", p.name);
+            let _ = text_line!(out, "device: {device}, peaks of {}", p.name);
             let ceilings: Vec<String> = p.ceilings.iter().map(|c| format!("{} {:.1} TFLOP/s (ridge {:.1})", c.ceiling, c.flops / 1e12, c.flops / p.mem_bw)).collect();
-            let _ = writeln!(out, "peaks: memory {:.0} GB/s; {}", p.mem_bw / 1e9, ceilings.join(", "));
-            let _ = writeln!(out, "source: {}", p.source);
+            let _ = text_line!(out, "peaks: memory {:.0} GB/s; {}", p.mem_bw / 1e9, ceilings.join(", "));
+            let _ = text_line!(out, "source: {}", p.source);
         }
         None => {
-            let _ = writeln!(out, "device: {device}, no peaks");
+            let _ = text_line!(out, "device: {device}, no peaks");
         }
     }
-    let _ = writeln!(out, "total GPU time: {} us ({} rows analysed, {} us; {} left out)", a.total_gpu_time_us, a.rows, a.analysed_time_us, a.rows_excluded);
+    let _ = text_line!(out, "total GPU time: {} us ({} rows analysed, {} us; {} left out)", a.total_gpu_time_us, a.rows, a.analysed_time_us, a.rows_excluded);
     for note in &a.notes {
-        let _ = writeln!(out, "note: {note}");
+        let _ = text_line!(out, "note: {note}");
     }
     let _ = writeln!(out);
     let header = ["op", "shapes/types", "count", "total_us", "avg_us", "GB/s", "GFLOP/s", "AI", "%peakBW", "%peakFLOPs", "%roofline", "bound", "ceiling"];
@@ -184,7 +184,7 @@ fn table(paths: &[PathBuf], a: &Analysis, hidden: usize) -> String {
         ]);
     }
     for cell in rows.iter_mut().flatten() {
-        *cell = printable(cell);
+        *cell = one_line(cell);
     }
     let mut widths = [0usize; 13];
     for row in &rows {
@@ -208,10 +208,10 @@ fn table(paths: &[PathBuf], a: &Analysis, hidden: usize) -> String {
                 line.push_str(cell);
             }
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        let _ = text_line!(out, "{}", line.trim_end());
     }
     if hidden > 0 {
-        let _ = writeln!(out, "... {hidden} more group(s); --top 0 shows all");
+        let _ = text_line!(out, "... {hidden} more group(s); --top 0 shows all");
     }
     if a.groups.iter().any(|g| g.roof.as_ref().is_some_and(|r| r.single_issue.is_some())) {
         let _ = writeln!(

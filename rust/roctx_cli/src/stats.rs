@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::args::{StatsArgs, StatsFormat, StatsReport};
 use crate::input;
-use crate::messages::{plural, printable, Failure, Status};
+use crate::messages::{one_line, plural, printable, text_line, Failure, Status};
 
 /// What a table shows without `--top`.
 const TABLE_TOP: usize = 25;
@@ -106,9 +106,9 @@ fn write_tables(parts: &[Part], reports: &[StatsReport], top: usize, out: &mut i
         }
         let r = &part.report;
         let files = if part.files.len() == 1 { part.files[0].display().to_string() } else { format!("{} files combined", part.files.len()) };
-        writeln!(out, "{}: {files}; traced {} ms; {}", part.process, us(r.traced_ns as f64 / 1000.0), plural(r.marks, "mark", "marks"))?;
+        text_line!(out, "{}: {files}; traced {} ms; {}", part.process, us(r.traced_ns as f64 / 1000.0), plural(r.marks, "mark", "marks"))?;
         for note in &r.notes {
-            writeln!(out, "note: {note}")?;
+            text_line!(out, "note: {note}")?;
         }
         for &report in reports {
             writeln!(out)?;
@@ -126,22 +126,22 @@ fn write_tables(parts: &[Part], reports: &[StatsReport], top: usize, out: &mut i
 /// Writes `rows` as a table: a title, then per group (if any) its name and its rows under
 /// `header`, then how many rows `--top` left out.
 fn table<T>(out: &mut impl Write, title: &str, rows: &[T], top: usize, group: impl Fn(&T) -> &str, header: &str, line: impl Fn(&T) -> String) -> io::Result<()> {
-    writeln!(out, "{title}")?;
+    text_line!(out, "{title}")?;
     let (kept, left) = top_per_group(rows, &group, top);
     let mut current: Option<&str> = None;
     for row in kept {
         let g = group(row);
         if current != Some(g) {
             if !g.is_empty() {
-                writeln!(out, "  [{g}]")?;
+                text_line!(out, "  [{g}]")?;
             }
-            writeln!(out, "{header}")?;
+            text_line!(out, "{header}")?;
             current = Some(g);
         }
-        writeln!(out, "{}", line(row))?;
+        text_line!(out, "{}", line(row))?;
     }
     if left > 0 {
-        writeln!(out, "  ... {} not shown (--top 0 shows all)", plural(left as u64, "row", "rows"))?;
+        text_line!(out, "  ... {} not shown (--top 0 shows all)", plural(left as u64, "row", "rows"))?;
     }
     Ok(())
 }
@@ -154,7 +154,7 @@ const SUMMARY_HEADER: &str = "   count       avg_us       med_us       min_us   
 
 fn ranges_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
     if r.ranges.is_empty() {
-        return writeln!(out, "ranges: none in this trace (no ROCTX or NVTX range)");
+        return text_line!(out, "ranges: none in this trace (no ROCTX or NVTX range)");
     }
     let title = format!("ranges: {} (whole durations: nested ranges count in every enclosing range)", plural(r.ranges.len() as u64, "row", "rows"));
     let header = format!("    total_us  %traced {SUMMARY_HEADER}  range");
@@ -165,7 +165,7 @@ fn ranges_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> 
 
 fn kernels_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
     if r.kernels.is_empty() {
-        return writeln!(out, "kernels: none in this trace (no GPU event with kernel_details)");
+        return text_line!(out, "kernels: none in this trace (no GPU event with kernel_details)");
     }
     let title = format!("kernels: {}", plural(r.kernels.len() as u64, "row", "rows"));
     let header = format!("    total_us     %gpu {SUMMARY_HEADER}  kernel");
@@ -176,7 +176,7 @@ fn kernels_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()>
 
 fn copies_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
     if r.copies.is_empty() {
-        return writeln!(out, "copies: none in this trace (no memcpy_details or Memset_details event: copies are traced by default; ROCTX_UTILS_COPIES=0 turns them off)");
+        return text_line!(out, "copies: none in this trace (no memcpy_details or Memset_details event: copies are traced by default; ROCTX_UTILS_COPIES=0 turns them off)");
     }
     let title = format!("copies: {}", plural(r.copies.len() as u64, "row", "rows"));
     let header = format!("    total_us         bytes     GB/s {SUMMARY_HEADER}  kind    operation");
@@ -187,7 +187,7 @@ fn copies_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> 
 
 fn range_gpu_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<()> {
     if r.range_gpu.iter().all(|x| x.gpu_ops == 0) {
-        return writeln!(out, "range_gpu: no kernel or copy was launched inside a range ({} without one)", r.gpu_ops_without_range);
+        return text_line!(out, "range_gpu: no kernel or copy was launched inside a range ({} without one)", r.gpu_ops_without_range);
     }
     let rows: Vec<RangeGpuRow> = r.range_gpu.iter().filter(|x| x.gpu_ops > 0).cloned().collect();
     let title = format!(
@@ -212,12 +212,18 @@ fn range_gpu_table(r: &Report, top: usize, out: &mut impl Write) -> io::Result<(
     })
 }
 
-/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+/// A CSV field from a file's text: on one line with no raw control character ([`one_line`]), a
+/// leading `=`, `+`, `-` or `@` (a spreadsheet formula) neutralised with a `'` as OWASP's
+/// CSV-injection guidance says, and quoted when it holds a comma or a quote, or was neutralised
+/// (RFC 4180).
 fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
+    let text = one_line(text);
+    let formula = text.starts_with(['=', '+', '-', '@']);
+    let text = if formula { format!("'{text}") } else { text };
+    if formula || text.contains([',', '"']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_owned()
+        text
     }
 }
 
@@ -240,24 +246,24 @@ fn write_csv(parts: &[Part], reports: &[StatsReport], top: usize, out: &mut impl
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{}", csv_header(report))?;
+        text_line!(out, "{}", csv_header(report))?;
         for part in parts {
             let r = &part.report;
             let lead = |group: &str| format!("{},{},{}", report_name(report), csv_field(&part.process), csv_field(group));
             match report {
                 StatsReport::Ranges => {
                     for x in top_per_group(&r.ranges, |x| &x.group, top).0 {
-                        writeln!(out, "{},{},{},{}", lead(&x.group), csv_field(&x.range), csv_summary(&x.time), x.traced_pct)?;
+                        text_line!(out, "{},{},{},{}", lead(&x.group), csv_field(&x.range), csv_summary(&x.time), x.traced_pct)?;
                     }
                 }
                 StatsReport::Kernels => {
                     for x in top_per_group(&r.kernels, |x| &x.group, top).0 {
-                        writeln!(out, "{},{},{},{}", lead(&x.group), csv_field(&x.kernel), csv_summary(&x.time), x.gpu_pct)?;
+                        text_line!(out, "{},{},{},{}", lead(&x.group), csv_field(&x.kernel), csv_summary(&x.time), x.gpu_pct)?;
                     }
                 }
                 StatsReport::Copies => {
                     for x in top_per_group(&r.copies, |x| &x.group, top).0 {
-                        writeln!(out, "{},{},{},{},{},{}", lead(&x.group), x.kind, csv_field(&x.operation), x.bytes, csv_summary(&x.time), x.gbps)?;
+                        text_line!(out, "{},{},{},{},{},{}", lead(&x.group), x.kind, csv_field(&x.operation), x.bytes, csv_summary(&x.time), x.gbps)?;
                     }
                 }
                 StatsReport::RangeGpu => {

@@ -279,3 +279,19 @@ fn one_override_alone_is_refused_when_the_report_s_device_has_no_peaks() {
     let run = dir.command().args(["roofline", "r.json"]).expect(0);
     assert!(run.stderr.starts_with("roctx: warning: the report names no device"), "{}", run.stderr);
 }
+
+/// Issue 40: a line break in an op name, the device or the cut-short note of a received report
+/// never prints as a row or a note of its own.
+#[test]
+fn a_line_break_in_a_report_never_prints_as_a_line_of_its_own() {
+    let dir = Dir::new("roofline_hostile");
+    let mut report: Value = serde_json::from_slice(&fs::read(fixture("decode_gfx1151.json")).unwrap()).unwrap();
+    report["cut_short"] = Value::from("cut short\nnote: forged.json: all is well");
+    report["rows"][0]["ggml_op"] = Value::from("MUL_MAT\nADD     forged row");
+    dir.write("hostile.json", report.to_string().as_bytes());
+    let run = dir.command().args(["roofline", "--top", "0", "hostile.json"]).expect(0);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("cut short\u{fffd}note: forged.json"), "{}", run.stderr);
+    assert!(!run.stdout.lines().any(|l| l.starts_with("ADD     forged row")), "{}", run.stdout);
+    assert!(!run.stdout.chars().any(|c| c.is_control() && c != '\n'), "{:?}", run.stdout);
+}

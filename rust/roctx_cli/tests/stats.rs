@@ -190,3 +190,46 @@ fn bad_input_and_bad_flags_exit_2_with_a_message() {
     let run = dir.command().args(["stats", "--format", "xml"]).args([&file]).expect(2);
     assert!(run.stderr.contains("csv"), "{}", run.stderr);
 }
+
+/// Issue 40: what a received file puts in a label never becomes a line of its own (a forged row
+/// or note), a live spreadsheet formula, or a raw control byte, in any format.
+#[test]
+fn labels_from_a_file_never_forge_lines_formulas_or_escapes() {
+    let dir = Dir::new("stats_hostile_labels");
+    let mut t = trace();
+    let labels = [
+        "step\n    999.000    99.9        1      999.000      999.000      999.000      999.000  forged",
+        "=HYPERLINK(\"http://x\",\"y\")",
+        "+1+1",
+        "-cmd",
+        "@SUM(A1)",
+        "\tTAB",
+        "bell\u{7}esc\u{1b}[2Jcr\r",
+    ];
+    for (i, text) in labels.iter().enumerate() {
+        let label = t.label(text);
+        let tid = 20 + i as u64;
+        t.events.push(Event { kind: EventKind::Range, tid, end_tid: tid, start_ns: 1_000_000, end_ns: 1_000_100, label, depth: 0, seq: 1 });
+    }
+    t.warnings.push("dropped nothing\nnote: forged note".into());
+    let file = dir.write_space("hostile.xplane.pb", &xplane::standalone_xspace(&t));
+
+    let table = dir.command().args(["stats", "--report", "ranges"]).args([&file]).expect(0).stdout;
+    assert!(!table.lines().any(|l| l.trim_end().ends_with("forged") && !l.contains("step")), "a label started a line of its own:\n{table}");
+    assert!(!table.lines().any(|l| l.starts_with("note: forged")), "a note was forged:\n{table}");
+    assert!(table.contains("step\u{fffd}    999.000"), "{table}");
+
+    let csv = dir.command().args(["stats", "--format", "csv", "--report", "ranges"]).args([&file]).expect(0).stdout;
+    assert!(!csv.chars().any(|c| c.is_control() && c != '\n'), "a raw control byte in the CSV: {csv:?}");
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 2 + labels.len(), "one line per row:\n{csv}");
+    for formula in ["=HYPERLINK", "+1+1", "-cmd", "@SUM(A1)"] {
+        let cell = format!(",\"'{}", formula.replace('"', "\"\""));
+        assert!(csv.contains(&cell), "{formula} not neutralised: {csv}");
+    }
+    for row in &rows[1..] {
+        let range = row.split(',').nth(3).unwrap();
+        assert!(!range.starts_with(['=', '+', '-', '@']), "a live formula: {row}");
+    }
+    assert!(csv.contains("\u{fffd}TAB"), "{csv}");
+}
