@@ -35,22 +35,32 @@ def _hooks():
 
 
 def _chain():
-    """Runs the next sitecustomize on sys.path (the one PYTHONPATH put ours in front of)."""
+    """Runs the ``sitecustomize`` that ours hides, found as Python's own import would find it on
+    the rest of sys.path: a module (``.py``, ``.pyc``, an extension) or a package (a directory
+    with ``__init__.py``), whichever comes first."""
+    import importlib.machinery
     import importlib.util
 
+    rest = []
     for entry in sys.path:
         try:
             if os.path.abspath(entry or os.curdir) == _HERE:
                 continue
         except Exception:
             continue
-        candidate = os.path.join(entry or os.curdir, "sitecustomize.py")
-        if os.path.isfile(candidate):
-            spec = importlib.util.spec_from_file_location("sitecustomize", candidate)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["sitecustomize"] = module
-            spec.loader.exec_module(module)
-            return
+        rest.append(entry)
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:  # none, or a namespace package (nothing to run)
+        return
+    module = importlib.util.module_from_spec(spec)
+    ours = sys.modules.get("sitecustomize")
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+        raise
 
 
 try:

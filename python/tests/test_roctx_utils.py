@@ -10,6 +10,7 @@ thread; scripts/test.sh checks the same through XProf's reader with annotated_sc
 
 import asyncio
 import ctypes
+import inspect
 import os
 import subprocess
 import sys
@@ -215,6 +216,63 @@ class Annotate(unittest.TestCase):
         self.assertTrue(s.ranges())
         self.assertEqual({d for _, d in s.ranges()}, {0})
 
+    def test_a_decorated_function_keeps_its_kind_name_and_signature(self):
+        # Issue 40: FastAPI and pytest-asyncio decide how to call a function from these checks.
+        async def agen(a, b=2):
+            """an async generator"""
+            yield a + b
+
+        async def coro(x, *, y=1):
+            """a coroutine"""
+            return x + y
+
+        def gen(n):
+            """a generator"""
+            yield from range(n)
+
+        def plain(p, q=None):
+            """a function"""
+            return p
+
+        kinds = (inspect.isasyncgenfunction, inspect.iscoroutinefunction, inspect.isgeneratorfunction)
+        for func in (agen, coro, gen, plain):
+            wrapped = roctx_utils.annotate(func)
+            for kind in kinds:
+                self.assertEqual(kind(wrapped), kind(func), "%s: %s" % (func.__name__, kind.__name__))
+            self.assertEqual(inspect.signature(wrapped), inspect.signature(func))
+            self.assertEqual((wrapped.__name__, wrapped.__doc__, wrapped.__qualname__),
+                             (func.__name__, func.__doc__, func.__qualname__))
+            self.assertIs(wrapped.__wrapped__, func)
+
+    def test_async_generator_protocol_asend_athrow_aclose_each_in_a_range(self):
+        closed = []
+
+        @roctx_utils.annotate("agen")
+        async def echo():
+            try:
+                got = yield 1
+                try:
+                    yield got * 10
+                except KeyError:
+                    yield "caught"
+                yield "more"
+            finally:
+                closed.append(True)
+
+        async def main():
+            g = echo()
+            out = [await g.__anext__(), await g.asend(4), await g.athrow(KeyError("x"))]
+            with roctx_utils.annotate("between"):  # the suspended generator holds no range
+                pass
+            await g.aclose()
+            return out
+
+        with Session() as s:
+            self.assertEqual(asyncio.run(main()), [1, 40, "caught"])
+        self.assertEqual(closed, [True])
+        self.assertEqual({d for _, d in s.ranges()}, {0})
+        self.assertEqual([l for l, _ in s.ranges()], ["agen", "agen", "agen", "between", "agen"])
+
     def test_a_stop_on_another_thread_is_counted_not_popped(self):
         before = roctx_utils.stats()["wrong_thread_stops"]
         with Session() as s:
@@ -249,6 +307,35 @@ class Annotate(unittest.TestCase):
         self.assertEqual(labels[1], "a\\0b")
         self.assertLessEqual(len(labels[2]), 1 << 20)
         self.assertEqual(labels[3], "42")
+
+
+class Bootstrap(unittest.TestCase):
+    """`roctx record`'s start-up hook (python/bootstrap/sitecustomize.py) runs the environment's
+    own sitecustomize after it, found as Python finds one: a module or a package (issue 40)."""
+
+    BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bootstrap")
+
+    def chained(self, make):
+        d = tempfile.mkdtemp()
+        make(d)
+        return run_python("import sys; print('chained' if getattr(sys, 'site_marker', None) == 'theirs' else 'not run')",
+                          {"PYTHONPATH": os.pathsep.join([self.BOOTSTRAP, d])}, env_drop=("ROCTX_UTILS_PYTHON_HOOKS",))
+
+    def test_a_sitecustomize_module_runs_after_ours(self):
+        def make(d):
+            with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+                f.write("import sys\nsys.site_marker = 'theirs'\n")
+        r = self.chained(make)
+        self.assertEqual(r.stdout.strip(), "chained", r.stderr)
+
+    def test_a_sitecustomize_package_runs_after_ours(self):
+        def make(d):
+            os.mkdir(os.path.join(d, "sitecustomize"))
+            with open(os.path.join(d, "sitecustomize", "__init__.py"), "w") as f:
+                f.write("import sys\nsys.site_marker = 'theirs'\n")
+        r = self.chained(make)
+        self.assertEqual(r.stdout.strip(), "chained", r.stderr)
+        self.assertEqual(r.stderr, "")
 
 
 class JaxLabels(unittest.TestCase):
@@ -367,6 +454,20 @@ class Discovery(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("/nonexistent/libroctx_utils_nvtx.so", r.stderr)
         self.assertEqual(r.stdout.strip(), "None")
+
+    def test_a_fifo_named_by_any_variable_never_blocks(self):
+        # Issue 40: dlopen of a FIFO waits for a writer, RTLD_NOLOAD or not; the first annotation
+        # hung for good. Each variable the search reads a path from is checked first.
+        d = tempfile.mkdtemp()
+        fifo = os.path.join(d, "libroctx_utils_nvtx.so")
+        os.mkfifo(fifo)
+        code = "import roctx_utils; roctx_utils.mark('m'); print('ok', roctx_utils.library())"
+        drop = ("ROCTX_UTILS_LIBRARY", "NVTX_INJECTION64_PATH", "ROCP_TOOL_LIBRARIES")
+        for variable in drop:
+            r = run_python(code, {variable: fifo}, env_drop=drop)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), "ok None", variable)
+            self.assertIn("%s is a FIFO, not a shared library file" % fifo, r.stderr, variable)
 
     def test_a_library_without_the_api_is_refused(self):
         r = run_python("import roctx_utils; roctx_utils.mark('m'); print(roctx_utils.library())",

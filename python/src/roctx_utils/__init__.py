@@ -205,29 +205,6 @@ class _SteppedAwaitable:
                 value = None
 
 
-class _SteppedAsyncGenerator:
-    """An async generator whose every step runs inside a range."""
-
-    def __init__(self, label, agen):
-        self._label = label
-        self._agen = agen
-
-    def __aiter__(self):
-        return self
-
-    def __anext__(self):
-        return _SteppedAwaitable(self._label, self._agen.__anext__())
-
-    def asend(self, value):
-        return _SteppedAwaitable(self._label, self._agen.asend(value))
-
-    def athrow(self, *args):
-        return _SteppedAwaitable(self._label, self._agen.athrow(*args))
-
-    def aclose(self):
-        return _SteppedAwaitable(self._label, self._agen.aclose())
-
-
 class annotate:
     """A ROCTX range named ``name`` on the calling thread.
 
@@ -288,10 +265,31 @@ class annotate:
         if label is None:
             label = _encode(getattr(func, "__qualname__", None) or getattr(func, "__name__", "function"))
 
+        # Each wrapper is of the kind its function is (an async generator function, a coroutine
+        # function, a generator function), so that inspect.isasyncgenfunction() and friends, and
+        # the frameworks that decide how to call a function from them (FastAPI, pytest-asyncio),
+        # see the same function; functools.wraps keeps its name, docs and inspect.signature().
         if inspect.isasyncgenfunction(func):
             @functools.wraps(func)
-            def agen_wrapper(*args, **kwargs):
-                return _SteppedAsyncGenerator(label, func(*args, **kwargs))
+            async def agen_wrapper(*args, **kwargs):
+                agen = func(*args, **kwargs)
+                value, error = None, None
+                while True:
+                    try:
+                        if error is not None:
+                            err, error = error, None
+                            yielded = await _SteppedAwaitable(label, agen.athrow(err))
+                        else:
+                            yielded = await _SteppedAwaitable(label, agen.asend(value))
+                    except StopAsyncIteration:
+                        return
+                    try:
+                        value = yield yielded
+                    except GeneratorExit:
+                        await _SteppedAwaitable(label, agen.aclose())
+                        raise
+                    except BaseException as e:  # thrown into us: pass it on inside a range
+                        error, value = e, None
             return agen_wrapper
 
         if inspect.iscoroutinefunction(func):

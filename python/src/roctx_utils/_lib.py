@@ -23,6 +23,7 @@ no-op. Nothing here ever raises into the caller's code.
 
 import ctypes
 import os
+import stat
 import sys
 import threading
 
@@ -116,6 +117,10 @@ def _roctx(env, notes):
     roots = [os.path.join(env[k], "lib") for k in ("ROCM_PATH",) if env.get(k)] + ["/opt/rocm/lib"]
     for name in ROCTX_SONAMES:
         for path in [name] + [os.path.join(r, name) for r in roots]:
+            why = _not_a_library_file(path)
+            if why:
+                notes.append(why)
+                continue
             try:
                 cdll = ctypes.CDLL(path, mode=RTLD_LAZY)
             except OSError:
@@ -159,7 +164,30 @@ def _mapped_candidates():
     return seen
 
 
+def _not_a_library_file(path):
+    """Why ``path`` cannot be a shared library file, or None. A path with a '/' must name a
+    regular file (a link to one is fine): dlopen of a FIFO blocks until a writer comes, even
+    with RTLD_NOLOAD, and would hang the first annotation for good. A bare soname is the
+    loader's to search."""
+    if "/" not in path:
+        return None
+    try:
+        st = os.stat(path)  # follows links; never opens the file
+    except OSError:
+        return None  # missing: dlopen says so
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(st.st_mode):
+            return "%s is %s, not a shared library file" % (path, kind)
+    return None if stat.S_ISREG(st.st_mode) else "%s is not a regular file" % path
+
+
 def _try(path, mode, origin, notes):
+    why = _not_a_library_file(path)
+    if why:
+        notes.append("%s (%s)" % (why, origin))
+        return None
     try:
         cdll = ctypes.CDLL(path, mode=mode)
     except OSError as e:
