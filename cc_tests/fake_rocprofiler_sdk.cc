@@ -634,13 +634,18 @@ int BufferKindLast() {
 bool BufferKindExists(int kind) { return kind > 0 && kind < BufferKindLast(); }
 
 // HIP runtime API operations (rocprofiler_hip_runtime_api_id_t). The real enum has hundreds of
-// entries and its values are not stable across releases; this fake models ~20 names and
+// entries and its values are not stable across releases; this fake models ~25 names and
 // deliberately numbers them differently per layout, so a consumer that hard-codes an id (instead
 // of asking rocprofiler_iterate_buffer_tracing_kind_operations / _query_..._operation_name) fails
 // on one of the two:
-//   6.x (version < 10000):  id = 10 + 3 * i           (table order, 10 .. 67)
-//   7.x (version >= 10000): id = 100 + 7 * (19 - i)   (reversed, 233 .. 100)
-// The gaps are there so that "ids are 0..N-1" is wrong too.
+//   6.x (version < 10000):  id = 10 + 3 * i                 (table order, 10 .. 82)
+//   7.x (version >= 10000): id = 100 + 7 * (19 - i) for the first 20 (reversed, 233 .. 100),
+//                           300 + 7 * (i - 20) for the stream memory operations after them
+// The gaps are there so that "ids are 0..N-1" is wrong too. The set differs too: the last name
+// exists only in the 7.x layout (HIP 7's stream batch memory operations), as the real sets grow
+// by release. Besides launches and copies, the stream memory operations enqueue GPU work (clr
+// runs them as blit kernels): a consumer that picks the calls to trace by a list of launch names
+// loses their kernels' launch calls.
 const char* const kHipRuntimeApiNames[] = {
     "hipGetDevice",           "hipSetDevice",          "hipMalloc",
     "hipFree",                "hipMemcpy",             "hipMemcpyAsync",
@@ -648,23 +653,30 @@ const char* const kHipRuntimeApiNames[] = {
     "hipEventRecord",         "hipGetLastError",       "hipLaunchKernel",
     "hipModuleLaunchKernel",  "hipExtModuleLaunchKernel", "hipExtLaunchKernel",
     "hipLaunchCooperativeKernel", "hipGraphLaunch",    "hipLaunchKernel_spt",
-    "hipGraphLaunch_spt",     "hipHccModuleLaunchKernel",
+    "hipGraphLaunch_spt",     "hipHccModuleLaunchKernel", "hipStreamWriteValue32",
+    "hipStreamWriteValue64",  "hipStreamWaitValue32",  "hipStreamWaitValue64",
+    "hipStreamBatchMemOp",
 };
 constexpr int kHipOpCount = sizeof(kHipRuntimeApiNames) / sizeof(kHipRuntimeApiNames[0]);
-static_assert(kHipOpCount == 20, "the numbering formulas below assume 20 names");
 static_assert(10 + 3 * (kHipOpCount - 1) < kMaxOperation &&
-                  100 + 7 * (kHipOpCount - 1) < kMaxOperation,
+                  300 + 7 * (kHipOpCount - 21) < kMaxOperation,
               "every HIP operation id passes the configure filter check");
+static_assert(10 + 3 * (kHipOpCount - 1) < 100, "6.x ids never name a 7.x operation");
+
+// Whether this version has the function at `index` (the last is 7.x's only).
+bool HipOpExists(int index) { return index < kHipOpCount - 1 || Layout7(); }
 
 int32_t HipOpId(int index) {
-  return Layout7() ? 100 + 7 * (kHipOpCount - 1 - index) : 10 + 3 * index;
+  if (!Layout7()) return 10 + 3 * index;
+  return index < 20 ? 100 + 7 * (19 - index) : 300 + 7 * (index - 20);
 }
 
-// This version's id of a HIP runtime function, or -1 (also for NULL).
+// This version's id of a HIP runtime function, or -1 (also for NULL, and for one this version
+// does not have).
 int32_t HipOpByName(const char* name) {
   if (name == nullptr) return -1;
   for (int i = 0; i < kHipOpCount; ++i) {
-    if (std::strcmp(kHipRuntimeApiNames[i], name) == 0) return HipOpId(i);
+    if (HipOpExists(i) && std::strcmp(kHipRuntimeApiNames[i], name) == 0) return HipOpId(i);
   }
   return -1;
 }
@@ -692,7 +704,9 @@ const OpName kMemoryCopyOps[] = {{0, "MEMORY_COPY_NONE"},
 std::vector<OpName> BufferKindOperations(int kind) {
   std::vector<OpName> out;
   if (kind == kBufferKindHipRuntimeApi) {
-    for (int i = 0; i < kHipOpCount; ++i) out.push_back({HipOpId(i), kHipRuntimeApiNames[i]});
+    for (int i = 0; i < kHipOpCount; ++i) {
+      if (HipOpExists(i)) out.push_back({HipOpId(i), kHipRuntimeApiNames[i]});
+    }
   } else if (kind == kBufferKindKernelDispatch) {
     out.assign(std::begin(kKernelDispatchOps), std::end(kKernelDispatchOps));
   } else if (kind == kBufferKindMemoryCopy) {
@@ -1377,6 +1391,24 @@ int DispatchKernel(uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns, uint6
   uint64_t dispatch_id = 0;
   return TracedHipCall(
       api_op, flags, kBufferKindKernelDispatch, kKernelDispatchComplete, 1,
+      [&](bool traced) {
+        if (traced) dispatch_id = g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
+      },
+      [&](size_t, uint64_t correlation, uint64_t external, uint64_t tid) {
+        return KernelDispatchRecordBytes(kernel_id, start_ns, end_ns, agent_id, queue_id,
+                                         dispatch_id, correlation, external, tid);
+      });
+}
+
+// A kernel enqueued by the HIP call `call` (a blit kernel of hipStreamWriteValue32, say) on the
+// calling thread; -1 for a call this version does not have.
+int DispatchKernelBy(const char* call, uint64_t kernel_id, uint64_t start_ns, uint64_t end_ns,
+                     uint64_t agent_id, uint64_t queue_id) {
+  const int32_t api_op = HipOpByName(call);
+  if (api_op < 0) return -1;
+  uint64_t dispatch_id = 0;
+  return TracedHipCall(
+      api_op, 0, kBufferKindKernelDispatch, kKernelDispatchComplete, 1,
       [&](bool traced) {
         if (traced) dispatch_id = g_next_dispatch_id.fetch_add(1, std::memory_order_relaxed);
       },
@@ -2398,6 +2430,42 @@ FAKE_EXPORT uint64_t fake_sdk_hip_api_call(const char* op_name, uint64_t start_n
 }
 
 FAKE_EXPORT uint64_t fake_sdk_hip_api_records() { return g_hip_api_records.load(); }
+
+FAKE_EXPORT int fake_sdk_dispatch_kernel_by(const char* hip_call, uint64_t kernel_id, uint64_t start_ns,
+                                            uint64_t end_ns, uint64_t agent_id, uint64_t queue_id) {
+  return DispatchKernelBy(hip_call, kernel_id, start_ns, end_ns, agent_id, queue_id);
+}
+
+// The names of the HIP runtime functions some context's buffer service for HIP_RUNTIME_API
+// traces, sorted and joined with ',' into buf (NUL-terminated, cut to cap): "*" for a service
+// with no filter (every operation). Returns the full length.
+FAKE_EXPORT size_t fake_sdk_traced_hip_calls(char* buf, size_t cap) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (const auto& c : g_contexts) {
+      for (const auto& svc : c.buffer_services) {
+        if (svc.kind != kBufferKindHipRuntimeApi) continue;
+        if (svc.ops.empty()) names.push_back("*");
+        for (int32_t op : svc.ops) {
+          for (int i = 0; i < kHipOpCount; ++i) {
+            if (HipOpExists(i) && HipOpId(i) == op) names.push_back(kHipRuntimeApiNames[i]);
+          }
+        }
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string joined;
+  for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
+  if (buf != nullptr && cap > 0) {
+    const size_t n = std::min(cap - 1, joined.size());
+    std::memcpy(buf, joined.data(), n);
+    buf[n] = '\0';
+  }
+  return joined.size();
+}
 
 FAKE_EXPORT int fake_sdk_dispatch_raw(const void* record, size_t len) {
   if (record == nullptr || len == 0) return 0;

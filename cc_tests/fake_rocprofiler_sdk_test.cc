@@ -219,7 +219,8 @@ size_t HipThread() { return HipStart() + 16; }
 static_assert(kHipAncestor7 + 8 == 40, "7.x: start right after the 24-byte correlation id");
 
 // The fake's HIP runtime operations in its table order, and its documented numbering
-// (fake_sdk_hooks.h): 6.x 10 + 3*i, 7.x 100 + 7*(19 - i).
+// (fake_sdk_hooks.h): 6.x 10 + 3*i; 7.x 100 + 7*(19 - i), then 300 + 7*(i - 20). The last
+// exists in 7.x only.
 const char* const kHipNames[] = {
     "hipGetDevice",          "hipSetDevice",          "hipMalloc",
     "hipFree",               "hipMemcpy",             "hipMemcpyAsync",
@@ -227,12 +228,16 @@ const char* const kHipNames[] = {
     "hipEventRecord",        "hipGetLastError",       "hipLaunchKernel",
     "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "hipExtLaunchKernel",
     "hipLaunchCooperativeKernel", "hipGraphLaunch",   "hipLaunchKernel_spt",
-    "hipGraphLaunch_spt",    "hipHccModuleLaunchKernel",
+    "hipGraphLaunch_spt",    "hipHccModuleLaunchKernel", "hipStreamWriteValue32",
+    "hipStreamWriteValue64", "hipStreamWaitValue32",  "hipStreamWaitValue64",
+    "hipStreamBatchMemOp",
 };
-constexpr int kHipNameCount = sizeof(kHipNames) / sizeof(kHipNames[0]);
+constexpr int kHipTableSize = sizeof(kHipNames) / sizeof(kHipNames[0]);
 int32_t HipId6(int i) { return 10 + 3 * i; }
-int32_t HipId7(int i) { return 100 + 7 * (kHipNameCount - 1 - i); }
+int32_t HipId7(int i) { return i < 20 ? 100 + 7 * (19 - i) : 300 + 7 * (i - 20); }
 int32_t ExpectedHipId(int i) { return EnvVersion() >= 10000 ? HipId7(i) : HipId6(i); }
+// How many of kHipNames this version has (hipStreamBatchMemOp is 7.x's only).
+int HipNameCount() { return EnvVersion() >= 10000 ? kHipTableSize : kHipTableSize - 1; }
 
 // rocprofiler_buffer_tracing_memory_copy_record_t (MEMORY_COPY, buffer kind 10): the 16-byte
 // async correlation id in every version; 7.0 appends dst_address and src_address.
@@ -1848,9 +1853,9 @@ TEST(FakeSdkHip, OperationsAreIteratedAscendingAndNamed) {
   int status = -99;
   const auto ops = KindOperations(a, kBufHipRuntimeApi, &status);
   EXPECT_EQ(status, 0);
-  ASSERT_EQ(ops.size(), static_cast<size_t>(kHipNameCount));
+  ASSERT_EQ(ops.size(), static_cast<size_t>(HipNameCount()));
   for (size_t i = 1; i < ops.size(); ++i) EXPECT_LT(ops[i - 1].first, ops[i].first) << "ascending";
-  for (int i = 0; i < kHipNameCount; ++i) {
+  for (int i = 0; i < HipNameCount(); ++i) {
     const int32_t id = ExpectedHipId(i);
     EXPECT_EQ(OpByName(a, kBufHipRuntimeApi, kHipNames[i]), id) << kHipNames[i];
     const char* name = nullptr;
@@ -1914,7 +1919,7 @@ TEST(FakeSdkHip, UnknownKindsAndOperations) {
 // filter and name the wrong calls (or none).
 TEST(FakeSdkHip, NumberingDiffersBetweenLayouts) {
   REQUIRE_WORLD();
-  for (int i = 0; i < kHipNameCount; ++i) {
+  for (int i = 0; i < HipNameCount(); ++i) {
     ASSERT_NE(HipId6(i), HipId7(i)) << kHipNames[i];
     const int32_t other = Is7() ? HipId6(i) : HipId7(i);
     const char* name = nullptr;

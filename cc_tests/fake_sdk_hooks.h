@@ -38,11 +38,13 @@
 //    dispatches), and its one API record follows them.
 //  - rocprofiler_iterate_buffer_tracing_kind_operations(kind, cb(kind, op, data) -> 0 to go on,
 //    data) and rocprofiler_query_buffer_tracing_kind_operation_name(kind, op, &name, &len):
-//    HIP_RUNTIME_API has 20 operations (hipGetDevice ... hipMemcpyAsync (i = 5), hipMemsetAsync
-//    (6), ... hipLaunchKernel (11), hipModuleLaunchKernel (12), ... hipGraphLaunch (16), ...
-//    hipHccModuleLaunchKernel (19)) numbered DIFFERENTLY per layout, so ids must be looked up by
-//    name, never hard-coded: 6.x: 10 + 3*i in table order; 7.x: 100 + 7*(19 - i), reversed (the
-//    table is in fake_rocprofiler_sdk.cc). KERNEL_DISPATCH iterates ENQUEUE 1, COMPLETE 2 (not
+//    HIP_RUNTIME_API has 24 operations in 6.x and 25 in 7.x (hipGetDevice ... hipMemcpyAsync
+//    (i = 5), hipMemsetAsync (6), ... hipLaunchKernel (11), hipModuleLaunchKernel (12), ...
+//    hipGraphLaunch (16), ... hipHccModuleLaunchKernel (19), hipStreamWriteValue32/64 (20, 21),
+//    hipStreamWaitValue32/64 (22, 23), and 7.x's hipStreamBatchMemOp (24)) numbered DIFFERENTLY
+//    per layout, so ids must be looked up by name, never hard-coded: 6.x: 10 + 3*i in table
+//    order; 7.x: 100 + 7*(19 - i) for i < 20, reversed, then 300 + 7*(i - 20) (the table is in
+//    fake_rocprofiler_sdk.cc). KERNEL_DISPATCH iterates ENQUEUE 1, COMPLETE 2 (not
 //    NONE); MEMORY_COPY iterates NONE 0 "MEMORY_COPY_NONE", 1 "MEMORY_COPY_HOST_TO_HOST",
 //    2 "MEMORY_COPY_HOST_TO_DEVICE", 3 "MEMORY_COPY_DEVICE_TO_HOST", 4
 //    "MEMORY_COPY_DEVICE_TO_DEVICE" (NONE included); other existing kinds iterate nothing; a kind
@@ -196,6 +198,18 @@ uint64_t fake_sdk_hip_api_call(const char* op_name, uint64_t start_ns, uint64_t 
 // buffer are not counted).
 uint64_t fake_sdk_hip_api_records(void);
 
+// One kernel enqueued by the HIP call `hip_call` (one of the fake's HIP operation names: a
+// stream memory operation's blit kernel, say), on the calling thread: its dispatch record and
+// the call's API record, as fake_sdk_dispatch_kernel does for hipLaunchKernel. -1 for a name
+// this version does not have (hipStreamBatchMemOp before 7.x).
+int fake_sdk_dispatch_kernel_by(const char* hip_call, uint64_t kernel_id, uint64_t start_ns,
+                                uint64_t end_ns, uint64_t agent_id, uint64_t queue_id);
+
+// The HIP runtime functions a buffer service for HIP_RUNTIME_API traces, sorted and joined with
+// ',' into buf (NUL-terminated, cut to cap); "*" for a service that traces all. Returns the
+// full length.
+size_t fake_sdk_traced_hip_calls(char* buf, size_t cap);
+
 // Appends a caller-built payload of `len` bytes (copied as is: any size, any contents) behind a
 // header {TRACING, KERNEL_DISPATCH} to the same buffers fake_sdk_dispatch_kernel would use, for
 // malformed-record tests. Counts `len` bytes against size and watermark. Returns the number of
@@ -241,6 +255,8 @@ using FakeSdkSetStrictSymbolNamesFn = void (*)(int);
 using FakeSdkDispatchKernelFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 using FakeSdkDispatchKernelExFn = int (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int);
 using FakeSdkHipApiCallFn = uint64_t (*)(const char*, uint64_t, uint64_t, uint64_t);
+using FakeSdkDispatchKernelByFn = int (*)(const char*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+using FakeSdkTracedHipCallsFn = size_t (*)(char*, size_t);
 using FakeSdkMemoryCopyFn = int (*)(int, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, int);
 using FakeSdkGraphLaunchFn = int (*)(const uint64_t*, const uint64_t*, const uint64_t*, int,
                                      uint64_t, uint64_t);

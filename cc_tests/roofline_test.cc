@@ -29,6 +29,8 @@ struct Fake {
   FakeSdkDispatchKernelExFn dispatch_ex = nullptr;
   FakeSdkMemoryCopyFn memory_copy = nullptr;
   FakeSdkGraphLaunchFn graph_launch = nullptr;
+  FakeSdkDispatchKernelByFn dispatch_by = nullptr;
+  FakeSdkTracedHipCallsFn traced_hip_calls = nullptr;
 
   static const Fake& Get() {
     static const Fake fake = [] {
@@ -45,6 +47,8 @@ struct Fake {
       f.dispatch_ex = reinterpret_cast<FakeSdkDispatchKernelExFn>(dlsym(sdk, "fake_sdk_dispatch_kernel_ex"));
       f.memory_copy = reinterpret_cast<FakeSdkMemoryCopyFn>(dlsym(sdk, "fake_sdk_memory_copy"));
       f.graph_launch = reinterpret_cast<FakeSdkGraphLaunchFn>(dlsym(sdk, "fake_sdk_graph_launch"));
+      f.dispatch_by = reinterpret_cast<FakeSdkDispatchKernelByFn>(dlsym(sdk, "fake_sdk_dispatch_kernel_by"));
+      f.traced_hip_calls = reinterpret_cast<FakeSdkTracedHipCallsFn>(dlsym(sdk, "fake_sdk_traced_hip_calls"));
       return f;
     }();
     return fake;
@@ -440,6 +444,46 @@ TEST_F(Roofline, LaunchCallsInEitherOrderAndInLaterBatchesStillAttribute) {
   st.struct_size = sizeof(st);
   ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);
   EXPECT_EQ(st.unjoined, 0u);
+}
+
+// Issue 40: every HIP call that can enqueue GPU work is traced, chosen from the SDK's own
+// operation names (which differ by version), so that its kernels join their launch: the stream
+// memory operations run blit kernels, and tracing launches by name alone lost them. The calls
+// that enqueue nothing are not traced (a record per hipGetDevice would cost every host call).
+TEST_F(Roofline, EveryCallThatEnqueuesGpuWorkIsTracedAndItsKernelsJoin) {
+  if (ByExternalCorrelation()) GTEST_SKIP() << "the SDK traces no HIP call at all";
+  const Fake& f = Fake::Get();
+  ASSERT_TRUE(f.dispatch_by && f.traced_hip_calls);
+  char traced[2048] = {};
+  f.traced_hip_calls(traced, sizeof traced);
+  const bool v7 = std::atoi(std::getenv("FAKE_ROCPROFILER_VERSION")) >= 10000;
+  std::string expected =
+      "hipExtLaunchKernel,hipExtModuleLaunchKernel,hipGraphLaunch,hipGraphLaunch_spt,hipHccModuleLaunchKernel,"
+      "hipLaunchCooperativeKernel,hipLaunchKernel,hipLaunchKernel_spt,hipMemcpy,hipMemcpyAsync,hipMemsetAsync,"
+      "hipModuleLaunchKernel,";
+  expected += v7 ? "hipStreamBatchMemOp," : "";
+  expected += "hipStreamWaitValue32,hipStreamWaitValue64,hipStreamWriteValue32,hipStreamWriteValue64";
+  EXPECT_EQ(std::string(traced), expected) << "per version: " << std::getenv("FAKE_ROCPROFILER_VERSION");
+
+  f.load_symbol(61, "_Z4blitv", 10);
+  std::vector<std::string> calls = {"hipStreamWriteValue32", "hipStreamWaitValue64"};
+  if (v7) calls.push_back("hipStreamBatchMemOp");
+  std::vector<uint64_t> ops;
+  uint64_t t = 1000;
+  for (const std::string& call : calls) {
+    Op op("CPY", 8, 64);
+    ops.push_back(roctx_utils_op_begin(op.Desc()));
+    ASSERT_EQ(f.dispatch_by(call.c_str(), 61, t, t + 100, 1, 1), 1) << call;
+    roctx_utils_op_end();
+    t += 1000;
+  }
+  EXPECT_EQ(f.dispatch_by("hipStreamBatchMemOp", 61, t, t + 100, 1, 1), v7 ? 1 : -1) << "only 7.x has it";
+  roctx_utils_kernel_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(roctx_utils_kernel_stats_get(&st), ROCTX_UTILS_OK);
+  EXPECT_EQ(st.unjoined, 0u) << "every blit kernel joined its call";
+  const std::string json = WriteReport("blits.json");
+  for (uint64_t id : ops) EXPECT_NE(json.find("\"invocation\": " + std::to_string(id) + ","), std::string::npos) << id << json;
 }
 
 // A kernel no traced HIP call enqueued (HSA-direct) has no launch to join: it is kept, with no

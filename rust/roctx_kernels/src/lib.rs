@@ -19,7 +19,7 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - [`register_kernel_symbol`]: kernel id -> demangled name, exactly as `c++filt` prints it
   (libstdc++'s `__cxa_demangle` through `roctx_sys::demangle`; a ` [clone .kd]` suffix is kept,
   as the llama.cpp report shows it).
-- [`record_dispatch`], [`record_launches`], [`settle`], [`count_rejected`],
+- [`record_dispatch`], [`record_launches`], [`settle`], [`settle_all`], [`count_rejected`],
   [`count_sdk_dropped`]: what the sources deliver.
 - [`reset`] (llama.cpp's warm-up reset), [`snapshot`], [`KernelStats`].
 - [`Work`]: what each recorded activity did. Memory copies and sets ([`MemCopy`], [`MemSet`])
@@ -55,7 +55,7 @@ pub use names::{demangle, MAX_DEMANGLED_NAME};
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
     begin_invocation, begin_invocation_at, begin_invocation_keyed, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, GeometryKey, invocations_started, kernel_name,
-    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, source_restarted, snapshot,
+    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, settle_all, source_restarted, snapshot,
     stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, FUTURE_SLACK_NS, MAX_DISPATCHES, MAX_DISPATCH_NS, MAX_GEOMETRIES, MAX_INVOCATIONS, MAX_KERNEL_NAMES,
 };
 pub use join::Launch;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::attribution;
-use crate::join::{Launch, Launches, ScopeLogs, MAX_WAITING};
+use crate::join::{Launch, Launches, ScopeLogs, LAUNCH_WINDOW, MAX_WAITING};
 use crate::names::demangle_all;
 use crate::ops::{Geometry, OpDescriptor};
 use crate::work::{GraphNode, Work};
@@ -177,8 +177,17 @@ struct State {
     launches: Launches,
     /// Dispatches whose launch has not arrived yet, oldest first.
     waiting: std::collections::VecDeque<RawDispatch>,
+    /// The newest launch correlation id delivered, per launching thread (at most
+    /// [`MAX_LAUNCH_THREADS`]) and of all: what tells a late launch record from one that will
+    /// never come ([`settle`]).
+    newest_by_thread: HashMap<u64, u64>,
+    newest_launch: u64,
     scopes: ScopeLogs,
 }
+
+/// Threads whose newest launch is kept for [`settle`]; past it a dispatch of a thread not
+/// known waits for the launch window or the final settle.
+const MAX_LAUNCH_THREADS: usize = 1 << 16;
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// The last invocation id handed out; monotonic for the process (kept across [`reset`]).
@@ -381,6 +390,11 @@ pub fn record_launches<I: IntoIterator<Item = Launch>>(batch: I) {
     with(|s| {
         for l in batch {
             s.launches.insert(&l);
+            s.newest_launch = s.newest_launch.max(l.correlation_id);
+            if s.newest_by_thread.len() < MAX_LAUNCH_THREADS || s.newest_by_thread.contains_key(&l.thread_id) {
+                let newest = s.newest_by_thread.entry(l.thread_id).or_default();
+                *newest = (*newest).max(l.correlation_id);
+            }
         }
         if !s.waiting.is_empty() {
             for d in std::mem::take(&mut s.waiting) {
@@ -390,10 +404,22 @@ pub fn record_launches<I: IntoIterator<Item = Launch>>(batch: I) {
     });
 }
 
-/// The source has delivered everything it held (after a flush): dispatches still waiting for
-/// a launch will not get one, and are kept unattributed ([`KernelStats::unjoined`]).
+/// The source has delivered everything it held (after a flush): a dispatch still waiting for a
+/// launch that can no longer come is kept unattributed ([`KernelStats::unjoined`]). One can
+/// still come while its call runs on its thread: a copy's record is written when the copy
+/// completes, inside a synchronous `hipMemcpy`, before the call's own record (written at its
+/// exit), and a flush from another thread can fall in between (issue 40). So a dispatch waits
+/// on until its thread has delivered a later launch (its calls exit in order, their records in
+/// that order), the launch window has passed its id, or [`settle_all`]; a source that does not
+/// say which thread launched (CUPTI's kernel records) settles at every flush, as before.
 pub fn settle() {
-    with(State::settle);
+    with(|s| s.settle(false));
+}
+
+/// [`settle`] for the last time (the process exits, the session stops, a signal ends the run):
+/// every waiting dispatch is kept, unjoined.
+pub fn settle_all() {
+    with(|s| s.settle(true));
 }
 
 /// `thread` (an OS thread id) entered op scope `invocation` (0: left every scope) at `at_ns`
@@ -483,8 +509,10 @@ pub(crate) fn forget_launches() {
 /// launch window is emptied (an old launch must never match a new kernel). Op logs are kept.
 pub fn source_restarted() {
     with(|s| {
-        s.settle();
+        s.settle(true);
         s.launches.clear();
+        s.newest_by_thread.clear();
+        s.newest_launch = 0;
     });
 }
 
@@ -533,6 +561,8 @@ impl State {
     fn forget_join(&mut self) {
         self.launches.clear();
         self.waiting.clear();
+        self.newest_by_thread.clear();
+        self.newest_launch = 0;
         self.scopes.clear();
     }
 
@@ -561,10 +591,19 @@ impl State {
         }
     }
 
-    /// Keeps every waiting dispatch unjoined: its launch record will not come.
-    fn settle(&mut self) {
-        while let Some(d) = self.waiting.pop_front() {
-            self.keep_unjoined(d);
+    /// Keeps the waiting dispatches whose launch record will not come (all of them with
+    /// `all`) unjoined; see [`settle`].
+    fn settle(&mut self, all: bool) {
+        for d in std::mem::take(&mut self.waiting) {
+            let gone = all
+                || d.thread_id == 0
+                || self.newest_by_thread.get(&d.thread_id).is_some_and(|&newest| newest > d.correlation_id)
+                || self.newest_launch >= d.correlation_id.saturating_add(LAUNCH_WINDOW as u64);
+            if gone {
+                self.keep_unjoined(d);
+            } else {
+                self.waiting.push_back(d);
+            }
         }
     }
 

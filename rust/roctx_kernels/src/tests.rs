@@ -259,6 +259,36 @@ fn the_join_keeps_the_reset_rule_and_the_external_path_still_works() {
     assert_eq!(got, [(real, 0, 55), (real, 5, 0)], "joined, then carried by its external value");
 }
 
+/// Issue 40: a synchronous copy's record comes before its call's (written at the call's exit);
+/// a flush from another thread in between used to settle it unjoined for good. It waits until
+/// its thread delivers a later launch, the window passes its id, or the final settle.
+#[test]
+fn a_record_whose_call_is_still_running_stays_joinable_across_a_flush() {
+    let _g = serial();
+    let scope = begin_invocation(op("CPY", 8));
+    scope_changed(9, 100, scope);
+    let copy = |start, correlation| RawDispatch { thread_id: 9, ..joined(start, 1, correlation) };
+    record_dispatch([copy(150, 7)]); // the copy completed inside hipMemcpy (call 7)
+    settle(); // another thread flushed
+    assert_eq!(stats().unjoined, 0, "call 7 is still running on thread 9: its record may come");
+    record_launches([launch(7, 9, 120, 200)]); // hipMemcpy returned: its record arrives
+    let s = snapshot();
+    assert_eq!((s.stats.unjoined, s.dispatches.len()), (0, 1));
+    assert_eq!((s.dispatches[0].invocation, s.dispatches[0].launch_ns), (scope, 160), "joined to its own call");
+
+    // A launch record that never comes: the thread's later call settles it.
+    record_dispatch([copy(300, 8)]);
+    record_launches([launch(9, 9, 400, 410)]);
+    settle();
+    assert_eq!(stats().unjoined, 1, "thread 9's call 9 came back, so call 8's record never will");
+    // The final settle keeps whatever still waits.
+    record_dispatch([copy(500, 20)]);
+    settle();
+    assert_eq!(stats().unjoined, 1);
+    settle_all();
+    assert_eq!(stats().unjoined, 2);
+}
+
 #[test]
 fn waiting_is_bounded_and_what_is_pushed_out_is_counted() {
     let _g = serial();

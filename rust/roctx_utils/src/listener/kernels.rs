@@ -60,10 +60,14 @@ pub fn gpu_agents() -> &'static [rocprofiler::GpuAgent] {
 /// its tools (registration runs synchronously inside that load).
 static DEFAULT_TID: AtomicU64 = AtomicU64::new(0);
 
-/// HIP runtime calls that enqueue work on a device: kernel launches of every flavour, graph
-/// launches, and the copies and fills that may run as blit kernels.
+/// HIP runtime calls that enqueue work on a device, picked from the names the SDK gives its
+/// HIP_RUNTIME_API operations (which differ by release): kernel launches of every flavour, graph
+/// launches, the copies and fills that may run as blit kernels, and the stream memory
+/// operations (`hipStreamWriteValue32/64`, `hipStreamWaitValue32/64`, ROCm 7's
+/// `hipStreamBatchMemOp`), which clr also runs as blit kernels. A kernel whose call is not
+/// traced has no launch record to join: it keeps no range and no op (issue 40).
 fn enqueues(name: &str) -> bool {
-    ["Launch", "Memcpy", "Memset", "MemPrefetch"].iter().any(|w| name.contains(w))
+    ["Launch", "Memcpy", "Memset", "MemPrefetch", "StreamWriteValue", "StreamWaitValue", "StreamBatchMemOp"].iter().any(|w| name.contains(w))
 }
 
 /// Whether kernel dispatches are being traced, by rocprofiler-sdk or (NVIDIA) by CUPTI.
@@ -179,8 +183,22 @@ pub fn reclaim() -> bool {
 }
 
 /// Delivers every dispatch the SDK (or CUPTI) holds now (neither flushes by itself).
-/// Synchronous.
+/// Synchronous. A dispatch whose launch call is still running on its thread stays joinable
+/// ([`roctx_kernels::settle`]); see [`flush_final`].
 pub fn flush() {
+    flush_sources();
+    // Everything delivered: a dispatch whose launch record can no longer come has none.
+    roctx_kernels::settle();
+}
+
+/// [`flush`] for the last time (exit, the session's stop, a signal that ends the run, a fork
+/// child's report): every dispatch still waiting for its launch is kept, unjoined.
+pub fn flush_final() {
+    flush_sources();
+    roctx_kernels::settle_all();
+}
+
+fn flush_sources() {
     super::cupti::flush();
     let Some(k) = KERNEL_API.get() else { return };
     if !sdk_active() {
@@ -191,8 +209,6 @@ pub fn flush() {
     if status != 0 {
         log::warn(format_args!("rocprofiler_flush_buffer returned status {status}; dispatches still in the SDK's buffer are not in this report"));
     }
-    // Everything delivered: a dispatch still waiting for its launch call has none.
-    roctx_kernels::settle();
 }
 
 thread_local! {
@@ -400,5 +416,34 @@ fn copy(c: &rocprofiler::MemoryCopy, by_launch: bool) -> RawDispatch {
         agent_id: gpu,
         correlation_id: c.correlation_internal,
         ..RawDispatch::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::enqueues;
+
+    /// The HIP runtime functions as releases name them (ROCm 6.2 to 7.x), each with whether it
+    /// enqueues GPU work; the fake SDK models a subset of each version's set.
+    #[test]
+    fn the_calls_that_enqueue_gpu_work_are_traced_and_no_others() {
+        let yes = [
+            "hipLaunchKernel", "hipLaunchKernel_spt", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+            "hipHccModuleLaunchKernel", "hipLaunchCooperativeKernel", "hipLaunchCooperativeKernelMultiDevice",
+            "hipExtLaunchMultiKernelMultiDevice", "hipLaunchKernelExC", "hipDrvLaunchKernelEx", "hipGraphLaunch", "hipGraphLaunch_spt",
+            "hipMemcpy", "hipMemcpyAsync", "hipMemcpy2DAsync", "hipMemcpyPeerAsync", "hipMemcpyHtoDAsync", "hipMemcpyBatchAsync",
+            "hipDrvMemcpy3DAsync", "hipMemset", "hipMemsetAsync", "hipMemsetD32Async", "hipMemPrefetchAsync",
+            "hipStreamWriteValue32", "hipStreamWriteValue64", "hipStreamWaitValue32", "hipStreamWaitValue64", "hipStreamBatchMemOp",
+        ];
+        let no = [
+            "hipGetDevice", "hipSetDevice", "hipMalloc", "hipFree", "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventRecord",
+            "hipGetLastError", "hipStreamCreate", "hipEventSynchronize", "hipMemGetInfo", "hipGraphInstantiate", "hipStreamGetPriority",
+        ];
+        for name in yes {
+            assert!(enqueues(name), "{name} enqueues GPU work");
+        }
+        for name in no {
+            assert!(!enqueues(name), "{name} enqueues nothing");
+        }
     }
 }

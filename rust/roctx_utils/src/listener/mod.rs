@@ -99,7 +99,7 @@ pub fn stop() -> Result<Snapshot, SessionError> {
         tool::stop_context();
     }
     // The SDK never delivers by itself at a stop: what it holds belongs to this session.
-    kernels::flush();
+    kernels::flush_final();
     collector::stop()
 }
 

@@ -20,14 +20,19 @@ pub fn reset() {
 /// Flushes and writes the report to `path`, replacing only a regular file; prints the
 /// llama.cpp summary line, or what failed with the path and the reason. Returns whether it wrote.
 pub fn write(path: &Path) -> bool {
-    write_marked(path, None, false)
+    write_marked(path, None, false, true)
 }
 
 /// [`write`], the report marked as holding only part of the run (`cut_short`: why) when given;
 /// `quiet` says so only at info (a periodic snapshot: one line every few seconds would drown
-/// the run's).
-pub fn write_marked(path: &Path, cut_short: Option<&str>, quiet: bool) -> bool {
-    listener::kernels::flush();
+/// the run's). `last`: the run ends with this write (kernels still waiting for their launch
+/// record are kept unjoined; a snapshot leaves them waiting).
+pub fn write_marked(path: &Path, cut_short: Option<&str>, quiet: bool, last: bool) -> bool {
+    if last {
+        listener::kernels::flush_final();
+    } else {
+        listener::kernels::flush();
+    }
     listener::moe::resolve_all();
     let snapshot = roctx_kernels::snapshot();
     let mut report = roctx_roofline::build::report(&snapshot);
@@ -111,7 +116,7 @@ pub(super) extern "C" fn write_at_exit() {
 /// A `fork()` child inherited its parent's report path: it never replaces the parent's report.
 /// It writes its own beside it (`report.pid<pid>.json`), and nothing when it recorded nothing.
 fn child_report(path: &Path) {
-    listener::kernels::flush();
+    listener::kernels::flush_final();
     // The child's own: the kernel stage forgot the parent's at the fork.
     let mine = roctx_kernels::snapshot();
     if mine.dispatches.is_empty() && mine.invocations.is_empty() {

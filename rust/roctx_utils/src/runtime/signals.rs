@@ -253,11 +253,15 @@ fn write(why: Why) -> bool {
     let mark = why.mark();
     let mut wrote = false;
     if let Some(path) = super::roofline::own_path() {
-        wrote |= super::roofline::write_marked(&path, Some(&mark), why == Why::Periodic);
+        wrote |= super::roofline::write_marked(&path, Some(&mark), why == Why::Periodic, matches!(why, Why::Ending(_)));
     }
     if roctx_config::get().xspace_out.is_some() && roctx_collector::active() {
         // The SDK never delivers by itself: what it holds is part of the snapshot.
-        listener::kernels::flush();
+        if matches!(why, Why::Ending(_)) {
+            listener::kernels::flush_final();
+        } else {
+            listener::kernels::flush();
+        }
         let snapshot = roctx_collector::snapshot();
         let mut t = super::xprof::trace(&snapshot);
         t.warnings.push(mark);
