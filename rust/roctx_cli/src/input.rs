@@ -13,7 +13,7 @@ use roctx_export::logdir;
 use roctx_export::output::FileKind;
 use roctx_export::xplane_proto::XSpace;
 
-use crate::messages::Failure;
+use crate::messages::{self, Failure};
 
 /// The largest input file read, 1 GiB. Each input is decoded whole into memory, up to
 /// [`MEMORY_PER_INPUT_BYTE`] times its size, so this bounds a run at tens of GiB; past it a file
@@ -33,12 +33,24 @@ pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, Failure> {
         regular(path, &meta, XSPACE_HINTS)?;
         return Ok(vec![path.to_owned()]);
     }
-    logdir::find_xspaces(path).map_err(|err| match err.kind() {
+    let found = logdir::find_xspaces(path).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => Failure::new(err.to_string()).hint(
             "pass a .xplane.pb file, or the directory given to `tensorboard --logdir` (the one holding plugins/profile/)",
         ),
         _ => Failure::io("reading", path, err),
-    })
+    })?;
+    // A FIFO, device or directory named like a trace in a run is skipped with a warning (one
+    // stray entry must not cost the whole run); a run with nothing else is refused, naming it.
+    let (files, others): (Vec<PathBuf>, Vec<PathBuf>) = found.into_iter().partition(|f| fs::metadata(f).is_ok_and(|m| m.is_file()));
+    if files.is_empty() {
+        let first = &others[0];
+        regular(first, &metadata(first)?, XSPACE_HINTS)?;
+    }
+    for other in &others {
+        let kind = fs::metadata(other).map_or_else(|_| "unreadable".to_owned(), |m| FileKind::of(&m.file_type()).describe().to_owned());
+        messages::warning(&format!("skipping {}: not a regular file ({kind})", other.display()));
+    }
+    Ok(files)
 }
 
 /// The process a run's file stands for: its name without `.xplane.pb` (`h_rank3` for

@@ -27,6 +27,7 @@ pub(crate) fn run(args: &RooflineArgs) -> Result<Status, Failure> {
     if let Some(out) = &args.svg {
         output::check(out, args.inputs.iter().map(PathBuf::as_path))?;
     }
+    refuse_twice(&args.inputs)?;
     let mut reports = Vec::new();
     for path in &args.inputs {
         let bytes = input::read_bytes(path, REPORT_HINTS)?;
@@ -63,6 +64,24 @@ pub(crate) fn run(args: &RooflineArgs) -> Result<Status, Failure> {
         messages::print_err(&format!("wrote {}\n", out.display()));
     }
     Ok(Status::Clean)
+}
+
+/// Refuses a report named twice (however spelled, or through a link): its rows would count
+/// twice in the joined report (issue 40).
+fn refuse_twice(paths: &[PathBuf]) -> Result<(), Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<((u64, u64), &PathBuf)> = Vec::new();
+    for path in paths {
+        let Ok(meta) = std::fs::metadata(path) else { continue }; // reading it says why
+        let id = (meta.dev(), meta.ino());
+        if let Some((_, first)) = seen.iter().find(|(other, _)| *other == id) {
+            let same = if *first == path { String::new() } else { format!(" (as {} and {})", first.display(), path.display()) };
+            return Err(Failure::new(format!("{} is given twice{same}: its ops would count twice", first.display()))
+                .hint("name each report once (a process's, its fork children's report.pid<N>.json, a job's ranks)"));
+        }
+        seen.push((id, path));
+    }
+    Ok(())
 }
 
 /// One report of several (a process's and its `fork()` children's, `report.pid<N>.json`, or the

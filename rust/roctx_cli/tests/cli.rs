@@ -535,6 +535,21 @@ fn a_fifo_or_device_input_is_named_for_what_it_is_and_never_opened() {
     assert!(!dir.path("m.xplane.pb").exists());
 }
 
+/// Issue 40: one FIFO among a run's traces made `stats` (and every command) refuse the whole
+/// run; it is skipped with a warning, and the rest is read.
+#[test]
+fn a_fifo_among_a_runs_traces_is_skipped_with_a_warning() {
+    let dir = Dir::new("run_with_fifo");
+    let run = "logs/plugins/profile/2026_01_01_00_00_00";
+    dir.write_space(&format!("{run}/a.xplane.pb"), &sample_space());
+    dir.mkfifo(&format!("{run}/b.xplane.pb"));
+    let warning = format!("roctx: warning: skipping {run}/b.xplane.pb: not a regular file (a FIFO)\n");
+    for args in [vec!["stats", "logs"], vec!["inspect", "logs"], vec!["convert", "--format", "chrome", "logs", "-o", "c.json"]] {
+        let out = dir.command().args(&args).expect_within(std::time::Duration::from_secs(30), 0);
+        assert_eq!(out.stderr.lines().next().map(|l| format!("{l}\n")), Some(warning.clone()), "{args:?}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn an_input_over_1_gib_is_refused_before_it_is_read() {
     let dir = Dir::new("input_size");

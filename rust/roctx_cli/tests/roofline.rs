@@ -112,6 +112,11 @@ fn several_reports_are_joined_and_a_cut_short_one_says_so() {
     assert!(run.stdout.contains("total GPU time: 1991 us (12 rows analysed, 1991 us; 2 left out)"), "{}", run.stdout);
     assert_eq!(row(&run.stdout, "MUL_MAT")[2..4], ["4", "1528.0"]);
     assert_eq!(run.stderr, "note: decode_gfx1151.pid42.json: cut short by SIGTERM: what was captured until the process ended by it\n");
+    // The same report twice (however spelled) would count twice: refused (issue 40).
+    for (a, b) in [("decode_gfx1151.json", "decode_gfx1151.json"), ("decode_gfx1151.json", "./decode_gfx1151.json")] {
+        let err = dir.command().args(["roofline", a, b]).expect(2).stderr;
+        assert!(err.contains("decode_gfx1151.json is given twice") && err.contains("its ops would count twice"), "{err}");
+    }
     // Another device's report is refused: one roofline judges one device.
     child["device"] = Value::from("gfx942");
     child.as_object_mut().unwrap().remove("cut_short");

@@ -22,7 +22,11 @@
 //!   for that label, as its own time only, with no projection.
 //!
 //! Each space is read once and can be dropped afterwards: what is kept is 8 bytes per range,
-//! kernel and copy (the durations, for medians) and per range instance while its space is read.
+//! kernel and copy (the durations, for medians), one row per distinct label, and per range
+//! instance (about 60 bytes) while its space is read. Each table keeps at most [`MAX_LABELS`]
+//! distinct labels; later ones are summed in one row per group, [`OTHER_LABELS`], and a note
+//! says how many events went there: a file of a million distinct labels costs what its decoding
+//! costs and a bounded amount more, not 30 times its size (issue 40).
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
@@ -45,6 +49,73 @@ pub struct Options {
 /// An enclosing range this many levels up is not credited with a nested range's GPU time (a
 /// bound for damaged or adversarial nesting; counted in [`Report::notes`]).
 pub const MAX_CREDITED_DEPTH: usize = 256;
+
+/// Distinct labels (with their group) one table keeps; see the module docs.
+pub const MAX_LABELS: usize = 100_000;
+/// The row the labels past [`MAX_LABELS`] are summed in.
+pub const OTHER_LABELS: &str = "(other labels)";
+
+/// One table's rows by key (a group and a label, or a group, a kind and an operation, joined
+/// with NULs): found without allocating, at most [`MAX_LABELS`] of them plus one
+/// [`OTHER_LABELS`] row per group.
+#[derive(Debug, Default)]
+struct Table<A> {
+    index: HashMap<Box<str>, usize>,
+    rows: Vec<(Box<str>, A)>,
+    scratch: String,
+    /// Events summed in an [`OTHER_LABELS`] row.
+    other: u64,
+}
+
+impl<A: Default> Table<A> {
+    /// The row of `parts` (joined with NULs), made if new.
+    fn row(&mut self, parts: &[&str]) -> usize {
+        self.scratch.clear();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                self.scratch.push('\0');
+            }
+            self.scratch.push_str(part);
+        }
+        if let Some(&i) = self.index.get(self.scratch.as_str()) {
+            return i;
+        }
+        if self.index.len() >= MAX_LABELS {
+            self.other += 1;
+            // The group stays; the label (the last part) becomes OTHER_LABELS, and for copies
+            // the kind goes too.
+            let mut key = String::with_capacity(parts[0].len() + OTHER_LABELS.len() + 2);
+            key.push_str(parts[0]);
+            for _ in 1..parts.len() - 1 {
+                key.push('\0');
+            }
+            key.push('\0');
+            key.push_str(OTHER_LABELS);
+            return match self.index.get(key.as_str()) {
+                Some(&i) => i,
+                None => self.insert(key.into_boxed_str()),
+            };
+        }
+        let key: Box<str> = self.scratch.as_str().into();
+        self.insert(key)
+    }
+
+    fn insert(&mut self, key: Box<str>) -> usize {
+        let i = self.rows.len();
+        self.index.insert(key.clone(), i);
+        self.rows.push((key, A::default()));
+        i
+    }
+
+    fn get(&mut self, i: usize) -> &mut A {
+        &mut self.rows[i].1
+    }
+
+    /// The rows with their key split back into its parts.
+    fn into_rows(self) -> impl Iterator<Item = (Vec<String>, A)> {
+        self.rows.into_iter().map(|(key, acc)| (key.split('\0').map(str::to_owned).collect(), acc))
+    }
+}
 
 /// Durations in ns, kept whole for the median.
 #[derive(Debug, Clone, Default)]
@@ -211,15 +282,16 @@ pub struct Stats {
     without_range: u64,
     negative: u64,
     too_deep: u64,
-    ranges: HashMap<(String, String), Durations>,
-    kernels: HashMap<(String, String), Durations>,
-    copies: HashMap<(String, String, String), CopyAcc>,
-    range_gpu: HashMap<(String, String), RangeGpuAcc>,
+    ranges: Table<Durations>,
+    kernels: Table<Durations>,
+    copies: Table<CopyAcc>,
+    range_gpu: Table<RangeGpuAcc>,
 }
 
 /// A range of the space being read.
 struct Instance {
-    key: (String, String),
+    /// Its row of `range_gpu`.
+    key: usize,
     parent: Option<usize>,
     duration: u64,
     first_ps: i128,
@@ -255,7 +327,7 @@ impl Stats {
             self.add_gpu_plane(plane, &mut instances, &by_flow);
         }
         for inst in instances {
-            let acc = self.range_gpu.entry(inst.key).or_default();
+            let acc = self.range_gpu.get(inst.key);
             acc.instances += 1;
             acc.range_total = acc.range_total.saturating_add(inst.duration);
             acc.exclusive = acc.exclusive.saturating_add(inst.exclusive);
@@ -268,11 +340,11 @@ impl Stats {
         }
     }
 
-    fn label(&self, name: &str) -> String {
+    fn label<'a>(&self, name: &'a str) -> &'a str {
         if self.options.fold_payload {
-            fold_payload(name).to_owned()
+            fold_payload(name)
         } else {
-            name.to_owned()
+            name
         }
     }
 
@@ -298,10 +370,11 @@ impl Stats {
             let parent = open.iter().rev().find(|&&(end, _)| end >= start + duration).map(|&(_, i)| i);
             let name = self.label(event_name(plane, e));
             let ns = ps_to_ns(duration);
-            self.ranges.entry((group.clone(), name.clone())).or_default().0.push(ns);
+            let row = self.ranges.row(&[&group, name]);
+            self.ranges.get(row).0.push(ns);
             let index = instances.len();
             instances.push(Instance {
-                key: (group.clone(), name),
+                key: self.range_gpu.row(&[&group, name]),
                 parent,
                 duration: ns,
                 first_ps: i128::MAX,
@@ -334,13 +407,14 @@ impl Stats {
                 }
                 let ns = ps_to_ns(i128::from(e.duration_ps));
                 if has(kernel_details) {
-                    self.kernels.entry((group.clone(), name.to_owned())).or_default().0.push(ns);
+                    let row = self.kernels.row(&[&group, name]);
+                    self.kernels.get(row).0.push(ns);
                 } else if let Some(details) = str_stat(plane, stats(), memcpy_details) {
-                    self.add_copy(&group, "memcpy", name.to_owned(), details_number(details, "size:"), ns);
+                    self.add_copy(&group, "memcpy", name, details_number(details, "size:"), ns);
                 } else if let Some(details) = str_stat(plane, stats(), memset_details) {
                     let kind = details.split_whitespace().find_map(|w| w.strip_prefix("kind:")).unwrap_or("");
                     let operation = if kind.is_empty() { "Memset".to_owned() } else { format!("Memset {kind}") };
-                    self.add_copy(&group, "memset", operation, details_number(details, "num_bytes:"), ns);
+                    self.add_copy(&group, "memset", &operation, details_number(details, "num_bytes:"), ns);
                 } else {
                     continue;
                 }
@@ -364,8 +438,9 @@ impl Stats {
                     None => match str_stat(plane, stats(), nvtx) {
                         // A label and no instance: its own time, no projection.
                         Some(label) => {
-                            let key = (if self.options.per_thread { "(no thread)".to_owned() } else { String::new() }, self.label(label));
-                            let acc = self.range_gpu.entry(key).or_default();
+                            let group = if self.options.per_thread { "(no thread)" } else { "" };
+                            let row = self.range_gpu.row(&[group, self.label(label)]);
+                            let acc = self.range_gpu.get(row);
                             acc.ops += 1;
                             acc.inclusive = acc.inclusive.saturating_add(ns);
                             acc.exclusive = acc.exclusive.saturating_add(ns);
@@ -377,8 +452,9 @@ impl Stats {
         }
     }
 
-    fn add_copy(&mut self, group: &str, kind: &str, operation: String, bytes: u64, ns: u64) {
-        let acc = self.copies.entry((group.to_owned(), kind.to_owned(), operation)).or_default();
+    fn add_copy(&mut self, group: &str, kind: &str, operation: &str, bytes: u64, ns: u64) {
+        let row = self.copies.row(&[group, kind, operation]);
+        let acc = self.copies.get(row);
         acc.time.0.push(ns);
         acc.bytes = acc.bytes.saturating_add(bytes);
     }
@@ -387,16 +463,39 @@ impl Stats {
     pub fn report(self) -> Report {
         let traced = self.traced_ns;
         let pct = |part: u64, whole: u64| if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 };
+        let mut notes = Vec::new();
+        for (table, other, what) in [
+            ("ranges", self.ranges.other, "ranges"),
+            ("kernels", self.kernels.other, "kernels"),
+            ("copies", self.copies.other, "copies and sets"),
+            ("range_gpu", self.range_gpu.other, "ranges"),
+        ] {
+            if other > 0 {
+                notes.push(format!("{table}: {other} {what} past the first {MAX_LABELS} distinct labels are summed in the row {OTHER_LABELS:?}"));
+            }
+        }
+        let pair = |mut key: Vec<String>| {
+            let second = key.pop().unwrap_or_default();
+            (key.pop().unwrap_or_default(), second)
+        };
         let mut ranges: Vec<RangeRow> = self
             .ranges
-            .into_iter()
-            .map(|((group, range), d)| {
+            .into_rows()
+            .map(|(key, d)| {
+                let (group, range) = pair(key);
                 let time = d.summary();
                 RangeRow { group, range, traced_pct: pct(time.total_ns, traced), time }
             })
             .collect();
         ranges.sort_by(|a, b| (&a.group, Reverse(a.time.total_ns), &a.range).cmp(&(&b.group, Reverse(b.time.total_ns), &b.range)));
-        let mut kernels: Vec<KernelRow> = self.kernels.into_iter().map(|((group, kernel), d)| KernelRow { group, kernel, time: d.summary(), gpu_pct: 0.0 }).collect();
+        let mut kernels: Vec<KernelRow> = self
+            .kernels
+            .into_rows()
+            .map(|(key, d)| {
+                let (group, kernel) = pair(key);
+                KernelRow { group, kernel, time: d.summary(), gpu_pct: 0.0 }
+            })
+            .collect();
         let mut group_totals: HashMap<String, u64> = HashMap::new();
         for k in &kernels {
             let t = group_totals.entry(k.group.clone()).or_default();
@@ -408,8 +507,11 @@ impl Stats {
         kernels.sort_by(|a, b| (&a.group, Reverse(a.time.total_ns), &a.kernel).cmp(&(&b.group, Reverse(b.time.total_ns), &b.kernel)));
         let mut copies: Vec<CopyRow> = self
             .copies
-            .into_iter()
-            .map(|((group, kind, operation), acc)| {
+            .into_rows()
+            .map(|(mut key, acc)| {
+                let operation = key.pop().unwrap_or_default();
+                let kind = key.pop().unwrap_or_default();
+                let group = key.pop().unwrap_or_default();
                 let time = acc.time.summary();
                 let gbps = if time.total_ns == 0 { 0.0 } else { acc.bytes as f64 / time.total_ns as f64 };
                 CopyRow { group, kind, operation, bytes: acc.bytes, time, gbps }
@@ -418,7 +520,8 @@ impl Stats {
         copies.sort_by(|a, b| (&a.group, Reverse(a.time.total_ns), &a.kind, &a.operation).cmp(&(&b.group, Reverse(b.time.total_ns), &b.kind, &b.operation)));
         let mut range_gpu: Vec<RangeGpuRow> = self
             .range_gpu
-            .into_iter()
+            .into_rows()
+            .map(|(key, acc)| (pair(key), acc))
             .map(|((group, range), acc)| RangeGpuRow {
                 group,
                 range,
@@ -432,7 +535,6 @@ impl Stats {
             })
             .collect();
         range_gpu.sort_by(|a, b| (&a.group, Reverse(a.gpu_inclusive_ns), &a.range).cmp(&(&b.group, Reverse(b.gpu_inclusive_ns), &b.range)));
-        let mut notes = Vec::new();
         if self.negative > 0 {
             notes.push(format!("{} events with a negative duration were left out", self.negative));
         }
