@@ -98,9 +98,9 @@ stats! {
     /// Events recorded.
     recorded,
     /// Events dropped because the thread's event cap was reached.
-    dropped_event_cap => "events dropped: the per-thread event cap was reached (raise max_events_per_thread)",
+    dropped_event_cap => "events dropped: the per-thread event cap was reached (raise ROCTX_UTILS_MAX_EVENTS_PER_THREAD, or a session's max_events_per_thread)",
     /// Events dropped because the thread's label bytes cap was reached.
-    dropped_label_cap => "events dropped: the per-thread label bytes cap was reached (raise max_label_bytes_per_thread)",
+    dropped_label_cap => "events dropped: the per-thread label bytes cap was reached (raise ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD, or a session's max_label_bytes_per_thread)",
     /// Ranges nested deeper than [`crate::MAX_DEPTH`] (not recorded; nesting stays balanced).
     dropped_too_deep => "ranges not recorded: nested deeper than 256",
     /// Ranges and marks with an empty or null label.

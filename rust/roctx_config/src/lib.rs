@@ -153,6 +153,14 @@ pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
 pub const SIGNALS: &str = "ROCTX_UTILS_SIGNALS";
 /// `ROCTX_UTILS_FLUSH_EVERY`.
 pub const FLUSH_EVERY: &str = "ROCTX_UTILS_FLUSH_EVERY";
+/// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`.
+pub const MAX_EVENTS_PER_THREAD: &str = "ROCTX_UTILS_MAX_EVENTS_PER_THREAD";
+/// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`.
+pub const MAX_LABEL_BYTES_PER_THREAD: &str = "ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD";
+/// The automatic session's default caps per thread (`SessionOptions::default()`'s).
+pub const DEFAULT_MAX_EVENTS_PER_THREAD: usize = 1 << 20;
+/// See [`DEFAULT_MAX_EVENTS_PER_THREAD`].
+pub const DEFAULT_MAX_LABEL_BYTES_PER_THREAD: usize = 16 << 20;
 /// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
 pub const GGML_ROOFLINE_OUT: &str = "GGML_ROOFLINE_OUT";
 /// ggml's CUDA/HIP backend: any value turns CUDA/HIP graphs off.
@@ -172,7 +180,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 39] = [
+pub const VARS: [Var; 41] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -405,6 +413,20 @@ pub const VARS: [Var; 39] = [
         meaning: "seconds (at least 1): with an output set, rewrite this process's XSpace and roofline report every so often while it runs, so a SIGKILL loses at most that window",
     },
     Var {
+        name: MAX_EVENTS_PER_THREAD,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "1m",
+        meaning: "events one thread may record in the automatic session (`ROCTX_UTILS_XSPACE_OUT`, `roctx record`; `k`/`m`/`g` suffixes); past it events are dropped and counted",
+    },
+    Var {
+        name: MAX_LABEL_BYTES_PER_THREAD,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "16m",
+        meaning: "label bytes one thread may keep in the automatic session (`k`/`m`/`g` suffixes); past it events are dropped and counted",
+    },
+    Var {
         name: GGML_CUDA_DISABLE_GRAPHS,
         owner: Owner::Ggml,
         when: When::RooflineInit,
@@ -545,6 +567,10 @@ pub struct Config {
     pub signals: bool,
     /// `ROCTX_UTILS_FLUSH_EVERY`: the period of the rolling snapshot, if any.
     pub flush_every: Option<std::time::Duration>,
+    /// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`: the automatic session's event cap per thread.
+    pub max_events_per_thread: usize,
+    /// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`: the automatic session's label bytes per thread.
+    pub max_label_bytes_per_thread: usize,
     /// `ROCTX_UTILS_RUN_NAME` and the launchers' job ids and ranks ([`job`]).
     pub job: JobIdentity,
 }
@@ -677,6 +703,19 @@ impl Config {
             },
         };
 
+        let mut cap = |name: &str, default: usize| match lookup(name) {
+            None => default,
+            Some(raw) => match raw.to_str().and_then(parse_bytes) {
+                Some(n) if n > 0 => n,
+                _ => {
+                    warnings.push(format!("{name}={:?} is not a positive count (e.g. 4194304, 4m); using the default {default}", Shown(&raw)));
+                    default
+                }
+            },
+        };
+        let max_events_per_thread = cap(MAX_EVENTS_PER_THREAD, DEFAULT_MAX_EVENTS_PER_THREAD);
+        let max_label_bytes_per_thread = cap(MAX_LABEL_BYTES_PER_THREAD, DEFAULT_MAX_LABEL_BYTES_PER_THREAD);
+
         let job = JobIdentity::from_lookup(lookup, &mut warnings);
 
         let config = Config {
@@ -698,6 +737,8 @@ impl Config {
             clock,
             signals,
             flush_every,
+            max_events_per_thread,
+            max_label_bytes_per_thread,
             job,
         };
         (config, warnings)
@@ -866,6 +907,8 @@ mod tests {
                 clock: ClockRequest::Auto,
                 signals: true,
                 flush_every: None,
+                max_events_per_thread: 1 << 20,
+                max_label_bytes_per_thread: 16 << 20,
                 job: JobIdentity::default(),
             }
         );

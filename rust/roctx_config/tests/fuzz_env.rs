@@ -248,6 +248,22 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     };
     assert_eq!(config.flush_every, flush_every, "{}={raw:?}", roctx_config::FLUSH_EVERY);
 
+    // The automatic session's caps: a positive count with k/m/g; anything else warns.
+    for (name, default, got) in [
+        (roctx_config::MAX_EVENTS_PER_THREAD, roctx_config::DEFAULT_MAX_EVENTS_PER_THREAD, config.max_events_per_thread),
+        (roctx_config::MAX_LABEL_BYTES_PER_THREAD, roctx_config::DEFAULT_MAX_LABEL_BYTES_PER_THREAD, config.max_label_bytes_per_thread),
+    ] {
+        let want = if has(name) {
+            text.and_then(ref_bytes).filter(|&n| n > 0).unwrap_or_else(|| {
+                expected_warnings.push(name);
+                default
+            })
+        } else {
+            default
+        };
+        assert_eq!(got, want, "{name}={raw:?}");
+    }
+
     // The job identity: the first usable run name and rank win; each unusable one before them
     // warns (every listed variable holds the same raw value here).
     let lossy_value = raw.to_string_lossy();

@@ -306,7 +306,7 @@ mod tests {
         let s = Stats { dropped_event_cap: 17, open_at_stop: 2, rejected_records: 1, paused: 5, ..Stats::default() };
         let w = warnings(&s);
         assert_eq!(w.len(), 3, "{w:#?}");
-        assert_eq!(w[0], "roctx_utils: 17 ROCTX events dropped: the per-thread event cap was reached (raise max_events_per_thread)");
+        assert_eq!(w[0], "roctx_utils: 17 ROCTX events dropped: the per-thread event cap was reached (raise ROCTX_UTILS_MAX_EVENTS_PER_THREAD, or a session's max_events_per_thread)");
         assert!(w.iter().any(|m| m.contains("2 ROCTX ranges still open when the session stopped")));
         assert!(w.iter().all(|m| !m.contains("paused")));
     }

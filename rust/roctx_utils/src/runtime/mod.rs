@@ -255,13 +255,19 @@ pub fn stop_session() -> Result<Snapshot, SessionError> {
     Ok(snapshot)
 }
 
+/// The automatic session's caps per thread (`ROCTX_UTILS_MAX_EVENTS_PER_THREAD`,
+/// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`).
+pub(super) fn auto_options(config: &Config) -> SessionOptions {
+    SessionOptions { max_events_per_thread: config.max_events_per_thread, max_label_bytes_per_thread: config.max_label_bytes_per_thread }
+}
+
 /// Start-up step 4: with `ROCTX_UTILS_XSPACE_OUT` set and no session running, start one and
 /// arrange for it to be stopped and written at exit: tracing with no code changes.
 fn auto_session(config: &Config, roctx: Option<Flavor>) {
     if config.xspace_out.is_none() || AUTO_DONE.swap(true, Ordering::AcqRel) {
         return;
     }
-    match start_session_with(config, SessionOptions::default(), None, roctx) {
+    match start_session_with(config, auto_options(config), None, roctx) {
         Ok(mode) => {
             let job = &config.job;
             let run = job.run_name.as_ref().map_or_else(|| "the write's UTC time".to_owned(), |(name, var)| format!("{name:?} (from {var})"));

@@ -19,7 +19,6 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use roctx_collector::SessionOptions;
 use roctx_config::{log, CaptureRequest};
 use roctx_sys::guard;
 use roctx_sys::rocprofiler::ToolConfigureResult;
@@ -94,7 +93,7 @@ unsafe extern "C" fn initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> 
             // Markers arrive through the SDK's callbacks whatever roctx the host calls.
             match start_session_with(
                 config,
-                SessionOptions::default(),
+                super::auto_options(config),
                 Some(CaptureRequest::Sdk),
                 None,
             ) {
