@@ -187,7 +187,13 @@ TEST(ExitWhileTracing, ExitWhileThreadsLaunchAndFlushEndsTheProcessCleanly) {
       exit(0);
     }
     ASSERT_GT(pid, 0);
+    const int bad_before = hung + failed;
     WaitForChild(pid, &hung, &failed);
+    if (hung + failed > bad_before) {  // what it printed (its stack, under ASan) is in its file
+      std::ifstream in(err);
+      fprintf(stderr, "child %d (pid %d) wrote:\n%s\n", i, static_cast<int>(pid),
+              std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()).c_str());
+    }
   }
   EXPECT_EQ(hung, 0) << "children hung at exit (10 s each)";
   EXPECT_EQ(failed, 0) << "children that crashed or failed at exit, of " << kChildren;

@@ -72,39 +72,31 @@ static OURS: [AtomicUsize; MAX_BUFFERS] = [const { AtomicUsize::new(0) }; MAX_BU
 /// Buffers of another client that CUPTI handed to our callback (left alone).
 static FOREIGN: AtomicU64 = AtomicU64::new(0);
 
-/// Bumped each time a slot of [`OURS`] is released: a buffer out before a flush and still in
-/// its slot, at the same generation, after it never came back (a freed buffer's address can be
-/// handed out again).
-static RELEASED: [AtomicU64; MAX_BUFFERS] = [const { AtomicU64::new(0) }; MAX_BUFFERS];
+/// Counts the flushes begun; each slot of [`OURS`] notes the count when it was claimed. A
+/// buffer still out after a flush that was claimed before the flush began never came back (a
+/// buffer requested since, by threads that go on launching, is not one of those). No
+/// allocation: the watch thread flushes, and a fork() while it allocated could leave a child's
+/// allocator locked (ASan's is not fork-safe).
+static FLUSH_EPOCH: AtomicU64 = AtomicU64::new(0);
+static CLAIMED_AT: [AtomicU64; MAX_BUFFERS] = [const { AtomicU64::new(0) }; MAX_BUFFERS];
 
 fn claim_slot(address: usize) -> bool {
-    OURS.iter().any(|slot| slot.compare_exchange(0, address, Ordering::AcqRel, Ordering::Relaxed).is_ok())
-}
-
-fn release_slot(address: usize) -> bool {
-    match OURS.iter().position(|slot| slot.compare_exchange(address, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()) {
+    match OURS.iter().position(|slot| slot.compare_exchange(0, address, Ordering::AcqRel, Ordering::Relaxed).is_ok()) {
         Some(i) => {
-            RELEASED[i].fetch_add(1, Ordering::AcqRel);
+            CLAIMED_AT[i].store(FLUSH_EPOCH.load(Ordering::Acquire), Ordering::Release);
             true
         }
         None => false,
     }
 }
 
-/// Our buffers out now: (slot, address, generation).
-fn buffers_out() -> Vec<(usize, usize, u64)> {
-    (0..MAX_BUFFERS)
-        .filter_map(|i| {
-            let generation = RELEASED[i].load(Ordering::Acquire);
-            let address = OURS[i].load(Ordering::Acquire);
-            (address != 0).then_some((i, address, generation))
-        })
-        .collect()
+fn release_slot(address: usize) -> bool {
+    OURS.iter().any(|slot| slot.compare_exchange(address, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok())
 }
 
-/// How many of `before` are still out, the same buffers.
-fn still_out(before: &[(usize, usize, u64)]) -> usize {
-    before.iter().filter(|&&(i, address, generation)| OURS[i].load(Ordering::Acquire) == address && RELEASED[i].load(Ordering::Acquire) == generation).count()
+/// Our buffers out now that were claimed before flush `epoch` began.
+fn out_since_before(epoch: u64) -> usize {
+    OURS.iter().zip(&CLAIMED_AT).filter(|(slot, at)| slot.load(Ordering::Acquire) != 0 && at.load(Ordering::Acquire) < epoch).count()
 }
 
 /// How long a flush waits for a buffer of ours that another thread is delivering (a flush
@@ -286,7 +278,7 @@ fn boottime(t: u64) -> u64 {
 /// Delivers every record CUPTI holds now, the kernels still running included (as untimed).
 pub fn flush() {
     let (Some(api), true) = (API.get(), active()) else { return };
-    let before = buffers_out();
+    let epoch = FLUSH_EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
     // SAFETY: CUPTI_ACTIVITY_FLAG_FLUSH_FORCED; synchronous, calls buffer_completed.
     let r = unsafe { (api.flush_all)(1) };
     if r != cupti::SUCCESS {
@@ -306,10 +298,10 @@ pub fn flush() {
     static SAID: AtomicBool = AtomicBool::new(false);
     let grace = if SAID.load(Ordering::Acquire) { std::time::Duration::ZERO } else { DELIVERY_GRACE };
     let deadline = std::time::Instant::now() + grace;
-    let mut kept = still_out(&before);
+    let mut kept = out_since_before(epoch);
     while kept > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
-        kept = still_out(&before);
+        kept = out_since_before(epoch);
     }
     if kept > 0 && !SAID.swap(true, Ordering::AcqRel) {
         log::warn(format_args!(
@@ -508,9 +500,8 @@ fn resume(api: &Api, how: Release) -> bool {
     roctx_kernels::source_restarted();
     // Our buffers that the other client received were freed by it; none will come back.
     OUTSTANDING.store(0, Ordering::Release);
-    for (slot, released) in OURS.iter().zip(&RELEASED) {
+    for slot in &OURS {
         slot.store(0, Ordering::Release);
-        released.fetch_add(1, Ordering::AcqRel);
     }
     // The last id before the first of back-to-back resumes (no record in between: the highest
     // id seen since is 0, and would make every id look missed).

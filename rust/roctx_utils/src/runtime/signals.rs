@@ -44,6 +44,10 @@ static WRITES: Mutex<()> = Mutex::new(());
 static FLUSH_ASKED: AtomicU64 = AtomicU64::new(0);
 static FLUSH_DONE: AtomicU64 = AtomicU64::new(0);
 static FLUSH_WROTE: AtomicBool = AtomicBool::new(false);
+/// A [`flush`] waited its whole limit and the thread has written nothing since: later calls
+/// ask and return at once instead of waiting again (a host handler signalled in a burst while
+/// its thread holds a lock the write needs would otherwise stall 10 s per signal).
+static FLUSH_STUCK: AtomicBool = AtomicBool::new(false);
 /// Set once the process exits: no snapshot after the exit hooks' complete files.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
@@ -148,6 +152,7 @@ fn run(requests: &Requests, every: Option<Duration>, rearm: bool, watch: &Watch)
                 let wrote = roctx_sys::guard(false, || write(Why::Requested));
                 FLUSH_WROTE.store(wrote, Ordering::Release);
                 FLUSH_DONE.fetch_max(asked, Ordering::AcqRel);
+                FLUSH_STUCK.store(false, Ordering::Release);
             }
             Some(Request::End(sig)) => end(sig, watch),
         }
@@ -224,7 +229,8 @@ pub enum Flushed {
 /// one `write`, `nanosleep`), so a host's signal handler may call it: it never starts the library,
 /// never takes a lock and never writes itself, where the interrupted thread may hold what a write
 /// needs. From a handler whose thread holds such a lock the wait runs out (`Pending`), and the
-/// thread writes once the handler has returned.
+/// thread writes once the handler has returned; until it has, later calls return `Pending` at
+/// once.
 pub fn flush() -> Flushed {
     if EXITING.load(Ordering::Acquire) {
         return Flushed::Nothing;
@@ -233,12 +239,16 @@ pub fn flush() -> Flushed {
     if !signals::request_flush() {
         return Flushed::Nothing;
     }
+    if FLUSH_STUCK.load(Ordering::Acquire) {
+        return Flushed::Pending;
+    }
     let deadline = signals::monotonic_ns().saturating_add(u64::try_from(END_WRITE_LIMIT.as_nanos()).unwrap_or(u64::MAX));
     loop {
         if FLUSH_DONE.load(Ordering::Acquire) >= mine {
             return if FLUSH_WROTE.load(Ordering::Acquire) { Flushed::Written } else { Flushed::Nothing };
         }
         if signals::monotonic_ns() >= deadline {
+            FLUSH_STUCK.store(true, Ordering::Release);
             return Flushed::Pending;
         }
         signals::nap(1);
