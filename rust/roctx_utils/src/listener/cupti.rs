@@ -99,8 +99,12 @@ fn out_since_before(epoch: u64) -> usize {
     OURS.iter().zip(&CLAIMED_AT).filter(|(slot, at)| slot.load(Ordering::Acquire) != 0 && at.load(Ordering::Acquire) < epoch).count()
 }
 
+/// Buffers of ours are known to be kept by another client (since the last resume).
+static KEPT_KNOWN: AtomicBool = AtomicBool::new(false);
+
 /// How long a flush waits for a buffer of ours that another thread is delivering (a flush
-/// there, or CUPTI's own worker) before it takes the buffer for kept by another client.
+/// there, or CUPTI's own worker), so that what it delivers is in what the flush returns, before
+/// it takes the buffer for kept by another client.
 const DELIVERY_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 /// Subtracted from CUPTI's timestamps: 0 with our timestamp callback, `CLOCK_REALTIME` minus
 /// `CLOCK_BOOTTIME` when CUPTI refused it and kept its default clock (C.7).
@@ -294,14 +298,18 @@ pub fn flush() {
     // before it and still out after means that is another client now. Not one requested since
     // (other threads go on launching), nor one another thread is delivering at this moment
     // (issue 40: 26-33 of 100 exits said so falsely): those are waited for, a little.
-    // Once said, later flushes (snapshots) do not wait again for buffers that client keeps.
+    // Once buffers are known kept, later flushes (snapshots) do not wait again for them, until
+    // a resume forgets them.
     static SAID: AtomicBool = AtomicBool::new(false);
-    let grace = if SAID.load(Ordering::Acquire) { std::time::Duration::ZERO } else { DELIVERY_GRACE };
+    let grace = if KEPT_KNOWN.load(Ordering::Acquire) { std::time::Duration::ZERO } else { DELIVERY_GRACE };
     let deadline = std::time::Instant::now() + grace;
     let mut kept = out_since_before(epoch);
     while kept > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
         kept = out_since_before(epoch);
+    }
+    if kept > 0 {
+        KEPT_KNOWN.store(true, Ordering::Release);
     }
     if kept > 0 && !SAID.swap(true, Ordering::AcqRel) {
         log::warn(format_args!(
@@ -503,6 +511,7 @@ fn resume(api: &Api, how: Release) -> bool {
     for slot in &OURS {
         slot.store(0, Ordering::Release);
     }
+    KEPT_KNOWN.store(false, Ordering::Release);
     // The last id before the first of back-to-back resumes (no record in between: the highest
     // id seen since is 0, and would make every id look missed).
     let last = u64::from(LAST_CORRELATION.load(Ordering::Acquire));
@@ -741,7 +750,9 @@ unsafe extern "C" fn buffer_completed(_context: *mut std::ffi::c_void, _stream: 
     if buffer.is_null() {
         return;
     }
-    if !release_slot(buffer as usize) {
+    // Ours is released only once read: a flush on another thread waits for a buffer of ours
+    // until then (its records belong in what that flush returns).
+    if !OURS.iter().any(|slot| slot.load(Ordering::Acquire) == buffer as usize) {
         // Another client's buffer, delivered to us because our callback is registered now: its
         // records are its own, and so is its memory.
         if FOREIGN.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -762,6 +773,8 @@ unsafe extern "C" fn buffer_completed(_context: *mut std::ffi::c_void, _stream: 
             }
         }
     });
+    // Not found: a resume forgot it meanwhile; it is ours all the same.
+    let _ = release_slot(buffer as usize);
     // SAFETY: the buffer buffer_requested allocated, returned to us.
     drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(buffer.cast::<u64>(), BUFFER_BYTES / 8)) });
     // Saturating: a resume forgot the buffers the other client took, and one may yet come back.
