@@ -56,8 +56,11 @@ std::vector<std::string> XspaceFiles(const std::string& dir) {
   return xspaces;
 }
 
-volatile sig_atomic_t g_host_signal = 0;
-void HostHandler(int sig) { g_host_signal = sig; }
+// Set by a handler and by the sigwait() thread, read by the stepping loop: a lock-free atomic is
+// both async-signal-safe and race-free across threads (a volatile sig_atomic_t is only the first).
+std::atomic<int> g_host_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+void HostHandler(int sig) { g_host_signal.store(sig); }
 
 struct Child {
   pid_t pid = -1;
@@ -90,7 +93,7 @@ Child Start(const std::vector<std::pair<std::string, std::string>>& env, const s
         char byte = 1;
         if (write(fds[1], &byte, 1) != 1) _exit(90);
       }
-      if (g_host_signal != 0) {
+      if (g_host_signal.load() != 0) {
         tsl::profiler::RangePush(nullptr, "after_the_host_handler");
         tsl::profiler::RangePop(nullptr);
         std::exit(0);  // the host carries on to a normal exit: the exit hooks write
@@ -237,7 +240,7 @@ TEST(Signals, AHostsSigwaitGetsSigtermAfterOurThreadsStarted) {
     pthread_sigmask(SIG_BLOCK, &term, nullptr);  // this thread and the one it starts
     std::thread([term] {
       int sig = 0;
-      if (sigwait(&term, &sig) == 0) g_host_signal = sig;
+      if (sigwait(&term, &sig) == 0) g_host_signal.store(sig);
     }).detach();
   });
   ASSERT_TRUE(WaitReady(c));
