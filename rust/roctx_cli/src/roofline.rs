@@ -186,8 +186,15 @@ fn table(paths: &[PathBuf], a: &Analysis, hidden: usize) -> String {
     let mut rows: Vec<[String; 13]> = vec![header.map(str::to_owned)];
     for g in &a.groups {
         let roof = g.roof.as_ref();
+        // How the MoE rows counted their experts, beside the op: `MUL_MAT_ID [analytic]`, or
+        // each way with its rows when a group mixes them.
+        let op = match g.moe_accounting.len() {
+            0 => g.op.clone(),
+            1 => format!("{} [{}]", g.op, g.moe_accounting.keys().next().map_or("", String::as_str)),
+            _ => format!("{} [{}]", g.op, g.moe_accounting.iter().map(|(a, n)| format!("{n} {a}")).collect::<Vec<_>>().join(", ")),
+        };
         rows.push([
-            g.op.clone(),
+            op,
             g.shapes.clone(),
             g.count.to_string(),
             format!("{:.1}", g.total_time_us),

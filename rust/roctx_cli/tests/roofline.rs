@@ -92,9 +92,33 @@ fn json_reports_the_same_analysis() {
     let moe = &groups[1];
     assert_eq!(moe["bytes"], 17_825_920.0 + 28_442_752.0);
     assert_eq!((&moe["rows_experts_used"], &moe["rows_shape_bound"]), (&Value::from(1), &Value::from(1)));
+    assert_eq!(moe["moe_accounting"], serde_json::json!({"exact": 1, "shape bound": 1}), "the reference format: read back, or its fallback");
     let fused = &groups[2];
     assert_eq!((&fused["bytes"], &fused["flops"]), (&Value::from(2_478_080.0), &Value::from(8_717_184.0)));
     assert!(close(&groups[3]["roof"]["single_issue"]["peak_flops"], 14.848e12));
+}
+
+#[test]
+fn moe_rows_say_how_their_experts_were_counted() {
+    let dir = Dir::new("roofline_moe_accounting");
+    let mut doc: Value = serde_json::from_slice(&fs::read(fixture("decode_gfx1151.json")).unwrap()).unwrap();
+    for row in doc["rows"].as_array_mut().unwrap() {
+        if row["ggml_op"] == "MUL_MAT_ID" {
+            row["moe_accounting"] = Value::from("analytic");
+        }
+    }
+    dir.write("analytic.json", doc.to_string().as_bytes());
+    let out = dir.command().args(["roofline", "analytic.json"]).expect(0).stdout;
+    assert!(out.contains("\nMUL_MAT_ID [analytic] "), "{out}");
+    assert!(out.contains("note: 2 MUL_MAT_ID row(s) count their experts analytically, min(M*top_k, n_experts): exact at 1 token"), "{out}");
+    let json = dir.command().args(["roofline", "--json", "analytic.json"]).expect(0).json();
+    let moe = json["groups"].as_array().unwrap().iter().find(|g| g["op"] == "MUL_MAT_ID").unwrap().clone();
+    assert_eq!(moe["moe_accounting"], serde_json::json!({"analytic": 2}));
+    // The reference format's rows (no moe_accounting): read back, or the shape bound.
+    copy(&dir, "decode_gfx1151.json");
+    let out = dir.command().args(["roofline", "decode_gfx1151.json"]).expect(0).stdout;
+    assert!(out.contains("\nMUL_MAT_ID [1 exact, 1 shape bound] "), "{out}");
+    assert!(!out.contains("analytically"), "{out}");
 }
 
 // --- several reports, and a report cut short ----------------------------------------------------

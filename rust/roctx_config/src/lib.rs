@@ -163,6 +163,8 @@ pub const DEFAULT_MAX_EVENTS_PER_THREAD: usize = 1 << 20;
 pub const DEFAULT_MAX_LABEL_BYTES_PER_THREAD: usize = 16 << 20;
 /// llama.cpp's name for the roofline report path (`GGML_HIP_ROOFLINE` builds).
 pub const GGML_ROOFLINE_OUT: &str = "GGML_ROOFLINE_OUT";
+/// How the llama.cpp hook counts the experts a `MUL_MAT_ID` touched: `analytic` or `exact`.
+pub const GGML_ROOFLINE_MOE: &str = "GGML_ROOFLINE_MOE";
 /// ggml's CUDA/HIP backend: any value turns CUDA/HIP graphs off.
 pub const GGML_CUDA_DISABLE_GRAPHS: &str = "GGML_CUDA_DISABLE_GRAPHS";
 /// ggml's CUDA backend: `0` turns programmatic dependent launch off (unset or non-zero: on).
@@ -180,7 +182,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 41] = [
+pub const VARS: [Var; 42] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -399,6 +401,13 @@ pub const VARS: [Var; 41] = [
         meaning: "llama.cpp's name for the same report path (`ROCTX_UTILS_ROOFLINE_OUT` wins when both are set)",
     },
     Var {
+        name: GGML_ROOFLINE_MOE,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "analytic",
+        meaning: "how a `MUL_MAT_ID` row counts its experts: `analytic`, `min(M·top_k, n_experts)` from the shapes (exact at 1 token, an upper bound above; no GPU work); `exact` reads each ids tensor back once per graph for `experts_used` and `tokens_per_expert` (docs/roofline.md gives its measured cost). The row's `moe_accounting` says which was used",
+    },
+    Var {
         name: SIGNALS,
         owner: Owner::RoctxUtils,
         when: When::FirstCall,
@@ -508,6 +517,15 @@ pub enum CuptiApi {
     All,
 }
 
+/// How the llama.cpp hook counts a `MUL_MAT_ID`'s experts (`GGML_ROOFLINE_MOE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoeAccounting {
+    /// `min(M·top_k, n_experts)` from the shapes: no GPU work, exact at one token.
+    Analytic,
+    /// The ids tensor read back (once per graph for the ops sharing it).
+    Exact,
+}
+
 /// The in-process capture clock (`ROCTX_UTILS_CLOCK`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockRequest {
@@ -561,6 +579,8 @@ pub struct Config {
     pub cupti_api: CuptiApi,
     /// `ROCTX_UTILS_ROOFLINE_OUT`, else `GGML_ROOFLINE_OUT`, when set and non-empty.
     pub roofline_out: Option<PathBuf>,
+    /// `GGML_ROOFLINE_MOE`.
+    pub moe_accounting: MoeAccounting,
     /// `ROCTX_UTILS_CLOCK`.
     pub clock: ClockRequest,
     /// `ROCTX_UTILS_SIGNALS`: write on SIGINT, SIGTERM, SIGHUP and SIGUSR1.
@@ -716,6 +736,18 @@ impl Config {
         let max_events_per_thread = cap(MAX_EVENTS_PER_THREAD, DEFAULT_MAX_EVENTS_PER_THREAD);
         let max_label_bytes_per_thread = cap(MAX_LABEL_BYTES_PER_THREAD, DEFAULT_MAX_LABEL_BYTES_PER_THREAD);
 
+        let moe_accounting = match lookup(GGML_ROOFLINE_MOE) {
+            None => MoeAccounting::Analytic,
+            Some(raw) => match raw.to_str().map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+                Some("analytic" | "") => MoeAccounting::Analytic,
+                Some("exact") => MoeAccounting::Exact,
+                _ => {
+                    warnings.push(format!("{GGML_ROOFLINE_MOE}={:?} is not one of analytic, exact; using analytic", Shown(&raw)));
+                    MoeAccounting::Analytic
+                }
+            },
+        };
+
         let job = JobIdentity::from_lookup(lookup, &mut warnings);
 
         let config = Config {
@@ -734,6 +766,7 @@ impl Config {
             copies,
             cupti_api,
             roofline_out: non_empty(ROOFLINE_OUT).or_else(|| non_empty(GGML_ROOFLINE_OUT)).map(PathBuf::from),
+            moe_accounting,
             clock,
             signals,
             flush_every,
@@ -904,6 +937,7 @@ mod tests {
                 copies: true,
                 cupti_api: CuptiApi::Launches,
                 roofline_out: None,
+                moe_accounting: MoeAccounting::Analytic,
                 clock: ClockRequest::Auto,
                 signals: true,
                 flush_every: None,
@@ -912,6 +946,24 @@ mod tests {
                 job: JobIdentity::default(),
             }
         );
+    }
+
+    #[test]
+    fn moe_accounting_is_analytic_unless_exact_is_asked_for() {
+        type Env = &'static [(&'static str, &'static str)];
+        const CASES: [(Env, MoeAccounting, usize); 5] = [
+            (&[(GGML_ROOFLINE_MOE, "exact")], MoeAccounting::Exact, 0),
+            (&[(GGML_ROOFLINE_MOE, " EXACT ")], MoeAccounting::Exact, 0),
+            (&[(GGML_ROOFLINE_MOE, "analytic")], MoeAccounting::Analytic, 0),
+            (&[(GGML_ROOFLINE_MOE, "")], MoeAccounting::Analytic, 0),
+            (&[(GGML_ROOFLINE_MOE, "1")], MoeAccounting::Analytic, 1),
+        ];
+        for (raw, want, warned) in CASES {
+            let (c, w) = Config::from_lookup(&env(raw));
+            assert_eq!((c.moe_accounting, w.len()), (want, warned), "{raw:?}: {w:?}");
+        }
+        let (_, w) = Config::from_lookup(&env(&[(GGML_ROOFLINE_MOE, "sampled")]));
+        assert_eq!(w, ["GGML_ROOFLINE_MOE=\"sampled\" is not one of analytic, exact; using analytic"]);
     }
 
     #[test]

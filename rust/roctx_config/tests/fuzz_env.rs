@@ -15,7 +15,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use roctx_config::grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
-use roctx_config::{CaptureRequest, ClockRequest, Config, CuptiApi, LogLevel, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
+use roctx_config::{CaptureRequest, ClockRequest, Config, CuptiApi, LogLevel, MoeAccounting, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
 
 #[path = "../../fuzz/mutate.rs"]
 mod mutate;
@@ -263,6 +263,22 @@ fn check_config(raw: &OsStr, set: &[&str]) {
         };
         assert_eq!(got, want, "{name}={raw:?}");
     }
+
+    // analytic or exact, any case, surrounding blanks ignored; empty is the default.
+    let moe = if has(roctx_config::GGML_ROOFLINE_MOE) {
+        text.and_then(|t| match t.trim().to_ascii_lowercase().as_str() {
+            "analytic" | "" => Some(MoeAccounting::Analytic),
+            "exact" => Some(MoeAccounting::Exact),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::GGML_ROOFLINE_MOE);
+            MoeAccounting::Analytic
+        })
+    } else {
+        MoeAccounting::Analytic
+    };
+    assert_eq!(config.moe_accounting, moe, "{}={raw:?}", roctx_config::GGML_ROOFLINE_MOE);
 
     // The job identity: the first usable run name and rank win; each unusable one before them
     // warns (every listed variable holds the same raw value here).

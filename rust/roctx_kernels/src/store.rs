@@ -251,6 +251,26 @@ pub fn begin_invocation_at(key: GeometryKey) -> Option<u32> {
     })
 }
 
+/// [`begin_invocation_at`], and `thread`'s op scope changed to the new invocation at `at_ns`
+/// ([`scope_changed`]), under one acquisition of the store's lock.
+pub fn begin_invocation_at_scoped(key: GeometryKey, thread: u64, at_ns: u64) -> Option<u32> {
+    with(|s| {
+        if key.resets != RESETS.load(Ordering::Relaxed) {
+            return None;
+        }
+        let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = match s.admit(id) {
+            Some(id) => {
+                s.invocations.insert(id, Invocation { geometry: key.geometry, experts_used: 0 });
+                id
+            }
+            None => 0,
+        };
+        s.scopes.changed(thread, at_ns, id);
+        Some(id)
+    })
+}
+
 /// Re-points `invocation` at the fused group `group` (llama.cpp's `fuse_ops`); ignored, with
 /// `false`, for an unknown invocation or a group of fewer than two nodes.
 pub fn fuse_invocation(invocation: u32, group: OpDescriptor) -> bool {
@@ -284,12 +304,14 @@ pub fn set_experts_used(invocation: u32, experts: u64) {
 
 /// A `MUL_MAT_ID` invocation's routing, read back from its ids tensor (roofline.md 5.4): the
 /// (token, slot) routings per expert. Sets `experts_used` to the experts with any.
-pub fn set_expert_routing(invocation: u32, tokens_per_expert: Vec<u64>) {
+pub fn set_expert_routing(invocation: u32, tokens_per_expert: impl Into<Arc<[u64]>>) {
+    // One counted routing is shared by the ops that read the same ids (an `Arc`, not a copy).
+    let tokens_per_expert = tokens_per_expert.into();
     let used = tokens_per_expert.iter().filter(|&&n| n > 0).count() as u64;
     with(|s| {
         if let Some(inv) = s.invocations.get_mut(&invocation) {
             inv.experts_used = used;
-            s.tokens_per_expert.insert(invocation, tokens_per_expert.into());
+            s.tokens_per_expert.insert(invocation, tokens_per_expert);
         }
     });
 }

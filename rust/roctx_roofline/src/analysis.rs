@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::peaks::{Ceiling, Peaks};
-use crate::report::{Report, Row};
+use crate::report::{Report, Row, MOE_ANALYTIC, MOE_EXACT};
 
 /// Ops that only move or reinterpret data: no arithmetic, so 0 FLOPs (and no point on the plot).
 pub const DATA_MOVEMENT_OPS: &[&str] = &["NONE", "DUP", "CPY", "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "SET_ROWS", "CONCAT"];
@@ -94,6 +94,20 @@ pub fn row_bytes(row: &Row) -> (f64, BytesRule) {
     (((emitted - expert_tensor as f64).max(0.0) + scaled).min(emitted), rule)
 }
 
+/// How a `MUL_MAT_ID` row's experts were counted: its `moe_accounting`, else (the llama.cpp
+/// reference format, which always reads the ids back) `exact` when `experts_used > 0` and
+/// `shape bound` when the read-back failed; `None` for other rows.
+pub fn moe_accounting(row: &Row) -> Option<&str> {
+    if row.ggml_op != "MUL_MAT_ID" {
+        return None;
+    }
+    Some(match (&row.moe_accounting, row.experts_used) {
+        (Some(a), _) => a.as_str(),
+        (None, Some(used)) if used > 0 => MOE_EXACT,
+        (None, _) => "shape bound",
+    })
+}
+
 /// A row's device time: Σ of its kernels' `gpu_time_us`.
 pub fn row_time_us(row: &Row) -> f64 {
     row.kernels.iter().map(|k| k.gpu_time_us).sum()
@@ -169,6 +183,9 @@ pub struct Group {
     pub rows_experts_used: u64,
     /// Rows whose bytes used the MoE shape bound.
     pub rows_shape_bound: u64,
+    /// `MUL_MAT_ID` rows by how their experts were counted ([`moe_accounting`]), sorted.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub moe_accounting: BTreeMap<String, u64>,
     /// ΣF / ΣB, FLOP/byte; `None` without bytes.
     pub arithmetic_intensity: Option<f64>,
     /// ΣF / ΣT, FLOP/s; `None` without time.
@@ -301,6 +318,7 @@ pub fn analyse(report: &Report, peaks: Option<&Peaks>) -> Analysis {
     let mut heads: Vec<String> = Vec::new(); // the row-level op of each group, for its ceiling
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let (mut excluded, mut excluded_us, mut analysed_us, mut rows, mut fused_rows) = (0u64, 0.0, 0.0, 0u64, 0u64);
+    let mut analytic_rows = 0u64;
     for row in &report.rows {
         let t = row_time_us(row);
         if row.invocation == Some(0) {
@@ -328,6 +346,7 @@ pub fn analyse(report: &Report, peaks: Option<&Peaks>) -> Analysis {
                 bytes_emitted: 0.0,
                 rows_experts_used: 0,
                 rows_shape_bound: 0,
+                moe_accounting: BTreeMap::new(),
                 arithmetic_intensity: None,
                 flops_per_s: None,
                 bytes_per_s: None,
@@ -346,6 +365,12 @@ pub fn analyse(report: &Report, peaks: Option<&Peaks>) -> Analysis {
         g.bytes_emitted += row.bytes as f64;
         g.rows_experts_used += u64::from(rule == BytesRule::ExpertsUsed);
         g.rows_shape_bound += u64::from(rule == BytesRule::ShapeBound);
+        if let Some(a) = moe_accounting(row) {
+            *g.moe_accounting.entry(a.to_owned()).or_default() += 1;
+            if a == MOE_ANALYTIC {
+                analytic_rows += 1;
+            }
+        }
         for k in &row.kernels {
             if g.kernels.len() < 8 && !g.kernels.contains(&k.name) {
                 g.kernels.push(k.name.clone());
@@ -368,6 +393,11 @@ pub fn analyse(report: &Report, peaks: Option<&Peaks>) -> Analysis {
     if report.schema_version.is_none() && fused_rows > 0 {
         notes.push(format!(
             "{fused_rows} fused row(s) in a report without schema_version: their bytes are taken as emitted, the group's external traffic in PR #33 reports; PR #48 producers emit the head node's bytes there, which undercounts"
+        ));
+    }
+    if analytic_rows > 0 {
+        notes.push(format!(
+            "{analytic_rows} MUL_MAT_ID row(s) count their experts analytically, min(M*top_k, n_experts): exact at 1 token, an upper bound above (their bandwidth a lower bound); GGML_ROOFLINE_MOE=exact reads the routing back"
         ));
     }
     let gap = (analysed_us - report.total_gpu_time_us).abs();

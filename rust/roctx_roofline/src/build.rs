@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use roctx_kernels::{KernelSnapshot, OpDescriptor, Work};
 
-use crate::report::{FusedOp, Kernel, Report, Row};
+use crate::report::{FusedOp, Kernel, Report, Row, MOE_ANALYTIC, MOE_EXACT, MOE_HOST};
 
 /// The report of `snapshot`; rows in invocation order.
 pub fn report(snapshot: &KernelSnapshot) -> Report {
@@ -34,9 +34,19 @@ pub fn report(snapshot: &KernelSnapshot) -> Report {
         let Some(op) = snapshot.geometries.get(inv.geometry as usize) else { continue };
         let mut row = row_of(op);
         row.invocation = Some(u64::from(invocation));
-        row.experts_used = (op.op == "MUL_MAT_ID").then_some(inv.experts_used);
         // Present only on rows whose ids were read back, one entry per expert (PR #53).
         row.tokens_per_expert = snapshot.tokens_per_expert.get(&invocation).filter(|t| t.len() as u64 == op.n_experts).map(|t| t.to_vec());
+        if op.op == "MUL_MAT_ID" {
+            let (used, accounting) = match (&row.tokens_per_expert, inv.experts_used) {
+                (Some(_), used) => (used, MOE_EXACT),
+                (None, used) if used > 0 => (used, MOE_HOST),
+                // No routing (the default, or an exact read-back that was lost, counted where it
+                // was): the experts the shapes allow, exact at one token (§5.4).
+                (None, _) => (op.m.saturating_mul(op.top_k).min(op.n_experts), MOE_ANALYTIC),
+            };
+            row.experts_used = Some(used);
+            row.moe_accounting = Some(accounting.to_owned());
+        }
         row.kernels = kernels;
         report.rows.push(row);
     }
@@ -167,6 +177,43 @@ mod tests {
         assert_eq!(report.rows[1].kernels[0].name, "", "an unregistered kernel has an empty name");
         assert_eq!(report.total_gpu_time_us, 9.25, "invocation 0's 0.5 us excluded");
         // What we write reads back equal.
+        let back = Report::from_json(&report.to_json().unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+
+    #[test]
+    fn a_moe_row_says_how_its_experts_were_counted() {
+        // 128 experts, top-8: 1 token touches 8, 8 tokens at most 64, 512 tokens all 128.
+        let moe = |m: u64| Arc::new(OpDescriptor { op: "MUL_MAT_ID".into(), n_experts: 128, top_k: 8, m, ..OpDescriptor::default() });
+        let mut tokens = vec![0u64; 128];
+        tokens[3] = 5;
+        tokens[9] = 3;
+        let snapshot = KernelSnapshot {
+            dispatches: (2..=6).map(|i| dispatch(u64::from(i) * 100, u64::from(i) * 100 + 50, 1, i)).collect(),
+            names: HashMap::from([(1, Arc::from("mul_mat_vec_q"))]),
+            invocations: BTreeMap::from([
+                (2, Invocation { geometry: 0, experts_used: 0 }),
+                (3, Invocation { geometry: 1, experts_used: 0 }),
+                (4, Invocation { geometry: 2, experts_used: 0 }),
+                (5, Invocation { geometry: 1, experts_used: 2 }),
+                (6, Invocation { geometry: 1, experts_used: 7 }),
+            ]),
+            geometries: vec![moe(1), moe(8), moe(512)],
+            tokens_per_expert: BTreeMap::from([(5, Arc::from(tokens.clone()))]),
+            ..KernelSnapshot::default()
+        };
+        let report = report(&snapshot);
+        let got: Vec<(Option<u64>, Option<&str>, bool)> = report.rows.iter().map(|r| (r.experts_used, r.moe_accounting.as_deref(), r.tokens_per_expert.is_some())).collect();
+        assert_eq!(
+            got,
+            [
+                (Some(8), Some(MOE_ANALYTIC), false),
+                (Some(64), Some(MOE_ANALYTIC), false),
+                (Some(128), Some(MOE_ANALYTIC), false),
+                (Some(2), Some(MOE_EXACT), true),
+                (Some(7), Some(MOE_HOST), false),
+            ]
+        );
         let back = Report::from_json(&report.to_json().unwrap()).unwrap();
         assert_eq!(back, report);
     }

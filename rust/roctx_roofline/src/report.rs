@@ -23,6 +23,14 @@ use serde_json::{Map, Value};
 /// the §5.5 fields, with fused rows' `bytes` being the group's external traffic (§5.3).
 pub const SCHEMA_VERSION: u64 = 1;
 
+/// `moe_accounting`: `experts_used` is `min(M·top_k, n_experts)`, from the shapes alone (exact at
+/// one token, where top-k picks distinct experts; an upper bound above).
+pub const MOE_ANALYTIC: &str = "analytic";
+/// `moe_accounting`: `experts_used` and `tokens_per_expert` from the ids read back.
+pub const MOE_EXACT: &str = "exact";
+/// `moe_accounting`: `experts_used` as the host set it (`roctx_utils_op_set_experts_used`).
+pub const MOE_HOST: &str = "host";
+
 /// The largest report parsed, 1 GiB. The document is held as a JSON tree while it is checked,
 /// which takes several times its size in memory; a profile of a long run is far smaller (one
 /// row per op invocation, a few hundred bytes each).
@@ -100,6 +108,10 @@ pub struct Row {
     /// `MUL_MAT_ID` with read-back ids: routings per expert, `n_experts` long.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_expert: Option<Vec<u64>>,
+    /// `MUL_MAT_ID`: how `experts_used` was counted ([`MOE_ANALYTIC`], [`MOE_EXACT`],
+    /// [`MOE_HOST`]); absent in the llama.cpp reference format, which always reads back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_accounting: Option<String>,
     /// Dispatches in device start order.
     pub kernels: Vec<Kernel>,
 }
@@ -477,6 +489,7 @@ fn parse_row(v: &Value, path: String) -> Result<Row, ReportError> {
         top_k: o.opt_uint("top_k")?.unwrap_or(0),
         experts_used: o.opt_uint("experts_used")?,
         tokens_per_expert,
+        moe_accounting: o.opt("moe_accounting").map(|a| as_string(a, &o.path("moe_accounting"))).transpose()?,
         kernels,
     })
 }

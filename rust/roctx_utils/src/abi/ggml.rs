@@ -11,13 +11,16 @@
 //! - `reset()`: flush, then discard; names and the invocation counter are kept.
 //! - `begin_op(node, stream)`: a fresh invocation for `node` on this thread, replacing the
 //!   previous one (pop, then push): every kernel the thread launches until the next `begin_op`
-//!   is the node's. For a `MUL_MAT_ID` with a stream and an `i32` ids tensor, the MoE read-back
-//!   of roofline.md 5.4 (`listener::moe`: copied without a sync, counted later) under the
+//!   is the node's. A `MUL_MAT_ID`'s experts are counted as `GGML_ROOFLINE_MOE` says: by
+//!   default (`analytic`) from its shapes alone, `min(M·top_k, n_experts)`, when the report is
+//!   written (no runtime call, no copy: exact at one token, an upper bound above). With
+//!   `exact`, for a `MUL_MAT_ID` with a stream and an `i32` ids tensor, the MoE read-back of
+//!   roofline.md 5.4 (`listener::moe`: copied without a sync, counted later) under the
 //!   sentinel invocation 0 (any copy kernel that lowers to is no op's); then `experts_used`
 //!   and `tokens_per_expert` from them. Every node's output range is told to the read-back
 //!   (a copy of ids is shared by later ops until one writes over them). Without the HIP/CUDA
-//!   runtime in the process, or on any failure, both stay unknown and consumers use the shape
-//!   bound.
+//!   runtime in the process, or on any failure, the row falls back to the analytic count (the
+//!   loss is counted and reported). The row's `moe_accounting` says which it got.
 //! - `fuse_ops(graph, node_idx, node_count)`: re-points the current invocation at the fused
 //!   group of nodes `[node_idx, node_idx + node_count)`, with the group's external traffic
 //!   (roofline.md 5.3); ignored for fewer than two nodes or without a current invocation.
@@ -42,10 +45,12 @@ use crate::listener::{kernels, moe};
 use crate::runtime;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// `GGML_ROOFLINE_MOE=exact`: `MUL_MAT_ID` routings are read back.
+static EXACT_MOE: AtomicBool = AtomicBool::new(false);
 static GGML: OnceLock<Api> = OnceLock::new();
 static DEVICE_COPY: OnceLock<Option<DeviceCopy>> = OnceLock::new();
 /// Most ids bytes copied for one read-back, and most ids read (a larger tensor is no MoE
-/// routing a step produces; it gets the shape bound).
+/// routing a step produces; it is counted analytically).
 const MAX_IDS_BYTES: usize = 64 << 20;
 const MAX_IDS: u64 = 16 << 20;
 /// Most experts counted per op.
@@ -73,11 +78,15 @@ fn init() {
         }
     };
     let _ = GGML.set(api);
-    let copy = DeviceCopy::find();
-    if copy.is_none() {
-        log::info(format_args!("roofline: no HIP or CUDA runtime in the process; MUL_MAT_ID rows get no experts_used"));
+    if config.moe_accounting == roctx_config::MoeAccounting::Exact {
+        // Only the exact accounting touches the GPU runtime (the analytic one is the shapes').
+        let copy = DeviceCopy::find();
+        if copy.is_none() && !moe::available() {
+            log::warn(format_args!("roofline: GGML_ROOFLINE_MOE=exact but no HIP or CUDA runtime in the process; MUL_MAT_ID rows count their experts analytically"));
+        }
+        let _ = DEVICE_COPY.set(copy);
+        EXACT_MOE.store(true, Ordering::Relaxed);
     }
-    let _ = DEVICE_COPY.set(copy);
     runtime::get();
     if !kernels::active() {
         return; // start-up already said why, and the report at exit will say it has no rows
@@ -115,22 +124,25 @@ pub extern "C" fn ggml_cuda_roofline_reset() {
 pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, stream: *mut c_void) {
     guard((), || {
         let Some(api) = active() else { return };
-        // The last read-back's copy before anything of this op is enqueued.
-        moe::before_op();
-        // SAFETY: a node of the graph being computed, valid for the call (contract).
-        if let Some(t) = unsafe { node.as_ref() } {
-            wrote(t);
+        let exact = EXACT_MOE.load(Ordering::Relaxed);
+        if exact {
+            // The last read-back's copy before anything of this op is enqueued.
+            moe::before_op();
+            // SAFETY: a node of the graph being computed, valid for the call (contract).
+            if let Some(t) = unsafe { node.as_ref() } {
+                wrote(t);
+            }
         }
-        // SAFETY: a node of the graph being computed, valid for the call (contract).
-        let Some((id, moe)) = (unsafe { begin(api, node) }) else { return };
         let (_, range) = kernels::current_scope();
-        if let (Some(n_experts), false, true) = (moe, stream.is_null(), id != 0) {
+        // SAFETY: a node of the graph being computed, valid for the call (contract).
+        let Some((id, moe)) = (unsafe { begin(api, node, range) }) else { return };
+        if let (true, Some(n_experts), false, true) = (exact, moe, stream.is_null(), id != 0) {
             // The sentinel first: what the read-back enqueues belongs to no op.
             kernels::set_scope(0, range);
             // SAFETY: the node, its sources and `stream` are the backend's, valid for the call.
             unsafe { read_routing(api, node, stream, n_experts, id) };
+            kernels::set_scope(id, range);
         }
-        kernels::set_scope(id, range);
     })
 }
 
@@ -140,6 +152,10 @@ pub unsafe extern "C" fn ggml_cuda_roofline_begin_op(node: *const Tensor, stream
 /// hashing it in the store (most of what an op scope cost on the host: `perf`, issue 28).
 struct GeometryCache {
     map: HashMap<Box<[u8]>, Remembered, BuildHasherDefault<WordHasher>>,
+    /// The last layout begun at each node address, checked by comparing its bytes: a graph's
+    /// nodes keep their addresses from token to token, so a hit costs a one-word hash and a
+    /// compare instead of hashing the ~350-byte key (issue 42).
+    by_node: HashMap<usize, (Box<[u8]>, Remembered), BuildHasherDefault<WordHasher>>,
     key: Vec<u8>,
 }
 
@@ -150,7 +166,7 @@ type Remembered = (GeometryKey, Option<u64>);
 const CACHE_LAYOUTS: usize = 4096;
 
 thread_local! {
-    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), key: Vec::with_capacity(1024) });
+    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), by_node: HashMap::default(), key: Vec::with_capacity(1024) });
 }
 
 /// An FxHash-style hasher over 8-byte words (the keys are our own bytes, not an attacker's).
@@ -185,17 +201,30 @@ impl WordHasher {
 
 /// The bytes of `t` that decide its descriptor: its type, shape, strides, op and op params
 /// (ggml's op name reads them: UNARY, GLU), name, and each source's type, shape and strides.
+/// Copied as the struct's few contiguous byte runs (`ne` through `op_params` is one run of
+/// 132 bytes with no padding, the offsets asserted in `roctx_sys::ggml`): element by element
+/// the key cost a third of `begin_op` (issue 42).
 ///
 /// # Safety
 /// `t`'s sources are null or valid tensors.
 unsafe fn node_key(t: &Tensor, out: &mut Vec<u8>) {
+    /// `type_` (4 bytes), then `ne`, `nb`, `op` and `op_params` (offsets 16 to 148), `name`
+    /// (256 to 320); a source's `type_` and `ne`, `nb` (16 to 80). Padding (4 to 8) is never read.
+    const TYPE: std::ops::Range<usize> = 0..4;
+    const SHAPE_OP: std::ops::Range<usize> = 16..148;
+    const SHAPE: std::ops::Range<usize> = 16..80;
+    const NAME: std::ops::Range<usize> = 256..320;
+    const _: () = assert!(std::mem::size_of::<Tensor>() >= 320 && std::mem::offset_of!(Tensor, name) == 256);
+    fn raw(t: &Tensor) -> *const u8 {
+        (t as *const Tensor).cast()
+    }
+    // SAFETY: every range lies within the tensor's initialized fields (offsets above), which
+    // live as long as `t`.
+    let run = |t: &Tensor, r: std::ops::Range<usize>| unsafe { std::slice::from_raw_parts(raw(t).add(r.start), r.len()) };
     out.clear();
-    out.extend_from_slice(&t.type_.to_le_bytes());
-    t.ne.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
-    t.nb.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
-    out.extend_from_slice(&t.op.to_le_bytes());
-    t.op_params.iter().for_each(|p| out.extend_from_slice(&p.to_le_bytes()));
-    out.extend(t.name.iter().map(|&c| c as u8));
+    out.extend_from_slice(run(t, TYPE));
+    out.extend_from_slice(run(t, SHAPE_OP));
+    out.extend_from_slice(run(t, NAME));
     // SAFETY: per contract.
     for &s in unsafe { sources(t) } {
         // SAFETY: per contract.
@@ -203,20 +232,20 @@ unsafe fn node_key(t: &Tensor, out: &mut Vec<u8>) {
             None => out.push(0),
             Some(st) => {
                 out.push(1);
-                out.extend_from_slice(&st.type_.to_le_bytes());
-                st.ne.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
-                st.nb.iter().for_each(|n| out.extend_from_slice(&n.to_le_bytes()));
+                out.extend_from_slice(run(st, TYPE));
+                out.extend_from_slice(run(st, SHAPE));
             }
         }
     }
 }
 
-/// Begins the invocation of `node`: (its id, the expert count if it is a `MUL_MAT_ID`), or
-/// `None` for a null node.
+/// Begins the invocation of `node` and makes it the thread's op scope (`range`: the thread's
+/// current range, for the external-correlation path): (its id, the expert count if it is a
+/// `MUL_MAT_ID`), or `None` for a null node.
 ///
 /// # Safety
 /// `node` must be null or a valid tensor whose sources are valid tensors.
-unsafe fn begin(api: &Api, node: *const Tensor) -> Option<(u32, Option<u64>)> {
+unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Option<u64>)> {
     // SAFETY: per contract.
     let t = unsafe { node.as_ref() }?;
     let cached = CACHE.try_with(|c| {
@@ -224,10 +253,21 @@ unsafe fn begin(api: &Api, node: *const Tensor) -> Option<(u32, Option<u64>)> {
         let c = &mut *c;
         // SAFETY: per contract.
         unsafe { node_key(t, &mut c.key) };
-        c.map.get(c.key.as_slice()).copied()
+        let at = node as usize;
+        if let Some((bytes, remembered)) = c.by_node.get(&at) {
+            if **bytes == *c.key {
+                return Some(*remembered);
+            }
+        }
+        let remembered = c.map.get(c.key.as_slice()).copied()?;
+        if c.by_node.len() >= CACHE_LAYOUTS {
+            c.by_node.clear();
+        }
+        c.by_node.insert(at, (c.key.as_slice().into(), remembered));
+        Some(remembered)
     });
     if let Ok(Some((key, moe))) = cached {
-        if let Some(id) = roctx_kernels::begin_invocation_at(key) {
+        if let Some(id) = kernels::begin_scope_at(key, range) {
             return Some((id, moe));
         }
     }
@@ -240,11 +280,18 @@ unsafe fn begin(api: &Api, node: *const Tensor) -> Option<(u32, Option<u64>)> {
             let mut c = c.borrow_mut();
             if c.map.len() >= CACHE_LAYOUTS {
                 c.map.clear();
+                c.by_node.clear();
             }
             let bytes: Box<[u8]> = c.key.as_slice().into();
+            // The node's address now names this geometry (a reset made the one it had stale).
+            if c.by_node.len() >= CACHE_LAYOUTS {
+                c.by_node.clear();
+            }
+            c.by_node.insert(node as usize, (bytes.clone(), (key, moe)));
             c.map.insert(bytes, (key, moe));
         });
     }
+    kernels::set_scope(id, range);
     Some((id, moe))
 }
 
@@ -266,8 +313,10 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         }
         // SAFETY: indices within the graph's nodes.
         let nodes: Vec<*const Tensor> = (node_idx..end).map(|i| unsafe { node_at(graph, i) }.cast_const()).collect();
-        // SAFETY: the graph's nodes are valid for the call.
-        nodes.iter().filter_map(|&n| unsafe { n.as_ref() }).for_each(wrote);
+        if EXACT_MOE.load(Ordering::Relaxed) {
+            // SAFETY: the graph's nodes are valid for the call.
+            nodes.iter().filter_map(|&n| unsafe { n.as_ref() }).for_each(wrote);
+        }
         // SAFETY: the graph's nodes are valid for the call.
         if let Some(group) = unsafe { describe_group(api, &nodes) } {
             roctx_kernels::fuse_invocation(invocation, group);
@@ -279,7 +328,7 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
 /// `[top_k, n_tokens]`) as `stream` produces it, counted into the kernel stage per expert. Never
 /// blocking where the runtime allows ([`moe`]: a copy on a side stream, counted later), else
 /// synchronizing the stream and copying. Nothing when there are no ids or they are not `i32`;
-/// a runtime failure is counted and said once ([`moe::failed`]): the row keeps the shape bound.
+/// a runtime failure is counted and said once ([`moe::failed`]): the row is counted analytically.
 ///
 /// # Safety
 /// `node` must be a valid tensor whose sources are valid tensors, and `stream` a stream of the
@@ -312,7 +361,9 @@ unsafe fn read_routing(api: &Api, node: *const Tensor, stream: *mut c_void, n_ex
     let Some(copy) = DEVICE_COPY.get().copied().flatten() else { return };
     // SAFETY: the ids' device memory spans `ggml_nbytes` bytes; `stream` per contract.
     match unsafe { copy.read(stream, ids.data, bytes) } {
-        Ok(host) => moe::record_routing(&[invocation], &host, &layout),
+        Ok(host) => {
+            moe::record_routing(&[invocation], &host, &layout);
+        }
         Err(error) => moe::failed(error),
     }
 }

@@ -232,15 +232,37 @@ pub fn current_scope() -> (u32, u32) {
 /// the clock of the launch records). `range` matters only on the external-correlation path.
 /// Returns false if nothing traces kernels (or the SDK refused the entry).
 pub fn set_scope(invocation: u32, range: u32) -> bool {
-    let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
+    let Ok((pushed, old_i, _)) = SCOPE.try_with(Cell::get) else { return false };
     if !active() {
         return false;
     }
-    if super::cupti::active() {
-        super::cupti::note_thread();
-    }
     if old_i != invocation || !pushed {
         roctx_kernels::scope_changed(roctx_sys::os::current_tid(), roctx_sys::os::boottime_ns(), invocation);
+    }
+    apply_scope(invocation, range)
+}
+
+/// Begins an invocation of the geometry `key` and makes it the calling thread's op scope, as
+/// [`roctx_kernels::begin_invocation_at`] then [`set_scope`] would, under one acquisition of the
+/// kernel stage's lock instead of two (llama.cpp's `begin_op`, once per node: issue 42).
+/// `None` when a reset has cleared `key` (nothing begun, the scope unchanged).
+pub fn begin_scope_at(key: roctx_kernels::GeometryKey, range: u32) -> Option<u32> {
+    if !active() || SCOPE.try_with(Cell::get).is_err() {
+        let id = roctx_kernels::begin_invocation_at(key)?;
+        set_scope(id, range);
+        return Some(id);
+    }
+    let id = roctx_kernels::begin_invocation_at_scoped(key, roctx_sys::os::current_tid(), roctx_sys::os::boottime_ns())?;
+    apply_scope(id, range);
+    Some(id)
+}
+
+/// The part of [`set_scope`] after the op log: CUPTI's thread note, the SDK's external
+/// correlation entry, the thread's scope.
+fn apply_scope(invocation: u32, range: u32) -> bool {
+    let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
+    if super::cupti::active() {
+        super::cupti::note_thread();
     }
     let ok = if by_external() {
         if pushed && (old_i, old_r) == (invocation, range) {

@@ -15,14 +15,15 @@
 //! only a graph ahead of the GPU). A flush ([`resolve_all`]: a roofline reset or write, an
 //! XSpace write, exit) waits for the copies in flight and the worker's batch.
 //!
-//! One copy serves the ops of a thread that read the same ids while it is in flight, when the
-//! ids are a graph node's output and no op of the thread wrote over them since ([`wrote`]):
-//! llama.cpp's MoE layer reads one top-k view three times (gate, up, down).
+//! One copy serves the ops of a thread that read the same ids, when the ids are a graph node's
+//! output and no op of the thread wrote over them since ([`wrote`]): llama.cpp's MoE layer
+//! reads one top-k view three times (gate, up, down). While the copy is in flight they join its
+//! job; once it is counted they take its routing (one read-back per ids tensor per graph).
 //!
 //! Bounded: [`SLOTS`] copies in flight, each slot's pinned buffer kept for reuse (taken 64 at a
 //! time from one allocation, never freed: that would synchronize the device). Past that, or
 //! when a runtime call fails, or the ids read back are out of range, the op keeps
-//! `experts_used` 0 (the report's shape bound), and the count is reported ([`losses`]). The
+//! no routing (the report counts its experts analytically), and the count is reported ([`losses`]). The
 //! blocking read-back (stream synchronize and copy) remains only for a runtime without these
 //! calls.
 //!
@@ -34,7 +35,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use roctx_config::log;
 use roctx_sys::ggml::{AsyncCopy, CallError, Queues};
@@ -104,12 +105,20 @@ pub fn routing_from_ids(host: &[u8], layout: &IdsLayout) -> Option<Vec<u64>> {
 }
 
 /// Counts `host` (the ids the ops `invocations` read) into the kernel stage, or those ops as
-/// `invalid`.
-pub fn record_routing(invocations: &[u32], host: &[u8], layout: &IdsLayout) {
-    match routing_from_ids(host, layout) {
+/// `invalid`. Returns the routing counted (`None`: invalid), for the ops that read the same ids
+/// later in the graph ([`start`]).
+pub fn record_routing(invocations: &[u32], host: &[u8], layout: &IdsLayout) -> Option<Arc<[u64]>> {
+    let routing: Option<Arc<[u64]>> = routing_from_ids(host, layout).map(Arc::from);
+    record_counted(invocations, routing.as_ref());
+    routing
+}
+
+/// Records an already counted routing (or its invalidity) for `invocations`.
+fn record_counted(invocations: &[u32], routing: Option<&Arc<[u64]>>) {
+    match routing {
         Some(routing) => {
             for &invocation in invocations {
-                roctx_kernels::set_expert_routing(invocation, routing.clone());
+                roctx_kernels::set_expert_routing(invocation, Arc::clone(routing));
             }
         }
         None => {
@@ -150,6 +159,10 @@ struct Slot {
     job: Option<Job>,
     /// Jobs the slot has had: a thread's [`Last`] names the slot's job by it.
     generation: u32,
+    /// The routing of the slot's last job once counted (`Some(None)`: invalid ids), until the
+    /// slot takes another: an op of the graph reading the same unwritten ids after the count
+    /// takes it instead of copying again (one read-back per ids tensor per graph).
+    counted: Option<Option<Arc<[u64]>>>,
 }
 
 /// Most ops one copy counts for: llama.cpp's MoE layer reads one ids tensor three times (gate,
@@ -229,7 +242,7 @@ pub fn available() -> bool {
 
 fn warn_once((call, status): CallError) {
     static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {call} returned {status}; those MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+    SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: {call} returned {status}; those MUL_MAT_ID rows count their experts analytically (min(M*top_k, n_experts))")));
 }
 
 /// A read-back whose runtime call failed (this ring's, or the blocking read-back's): counted,
@@ -274,10 +287,10 @@ pub fn before_op() {
 pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, layout: IdsLayout, shareable: bool) -> bool {
     if FORKED.load(Ordering::Relaxed) {
         // The parent's ring is not the child's (its lock may be held by a thread that does not
-        // exist here, its streams and events are the parent's): the row keeps the shape bound.
+        // exist here, its streams and events are the parent's): the row is counted analytically.
         FAILED.fetch_add(1, Ordering::Relaxed);
         static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: none in a fork() child (the GPU runtime's streams are the parent's); its MUL_MAT_ID rows keep experts_used 0 (the shape bound)")));
+        SAID.call_once(|| log::warn(format_args!("roofline: MoE read-back: none in a fork() child (the GPU runtime's streams are the parent's); its MUL_MAT_ID rows count their experts analytically")));
         return false;
     }
     let Some(copy) = COPY.get_or_init(AsyncCopy::find).as_ref().copied() else { return false };
@@ -300,10 +313,19 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
             if let Ok(Some(last)) = LAST.try_with(Cell::get) {
                 if last.src == src as usize && last.layout == layout {
                     let s = &mut ring.slots[last.slot];
-                    if let Some(job) = s.job.as_mut().filter(|j| s.generation == last.generation && j.n < MAX_SHARERS) {
-                        job.invocations[job.n] = invocation;
-                        job.n += 1;
-                        return true;
+                    if s.generation == last.generation {
+                        if let Some(job) = s.job.as_mut().filter(|j| j.n < MAX_SHARERS) {
+                            job.invocations[job.n] = invocation;
+                            job.n += 1;
+                            return true;
+                        }
+                        if let Some(routing) = s.counted.clone() {
+                            // Counted already (the copy was done before this op began): the
+                            // same bytes, unwritten since, so the same routing; no copy.
+                            drop(guard);
+                            record_counted(&[invocation], routing.as_ref());
+                            return true;
+                        }
                     }
                 }
             }
@@ -320,6 +342,7 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
                 invocations[0] = invocation;
                 let s = &mut ring.slots[slot];
                 s.job = Some(Job { invocations, n: 1, layout });
+                s.counted = None;
                 s.generation = s.generation.wrapping_add(1);
                 let last = shareable.then_some(Last { src: src as usize, layout, slot, generation: s.generation });
                 let _ = LAST.try_with(|l| l.set(last));
@@ -440,15 +463,19 @@ fn count_done() -> bool {
         // than joining a job already read and losing its routing.
         done.into_iter().map(|i| (i, ring.slots[i].job.take(), ring.slots[i].host as usize)).collect()
     };
-    for (_, job, host) in &batch {
-        let Some(job) = job else { continue };
-        // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending` until
-        // it is handed back below: nothing writes its pinned bytes meanwhile.
-        record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) }, &job.layout);
-    }
+    let counted: Vec<Option<Option<Arc<[u64]>>>> = batch
+        .iter()
+        .map(|(_, job, host)| {
+            let job = job.as_ref()?;
+            // SAFETY: the slot's copy is done, and the slot is in neither `free` nor `pending`
+            // until it is handed back below: nothing writes its pinned bytes meanwhile.
+            Some(record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(*host as *const u8, job.layout.bytes) }, &job.layout))
+        })
+        .collect();
     let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(ring) = guard.as_mut() else { return false };
-    for &(i, ..) in &batch {
+    for (&(i, ..), routing) in batch.iter().zip(counted) {
+        ring.slots[i].counted = routing;
         ring.free.push(i);
     }
     !ring.pending.is_empty()
@@ -461,7 +488,7 @@ impl Ring {
             return Some(i);
         }
         if self.slots.len() < SLOTS {
-            self.slots.push(Slot { device: -1, stream: 0, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None, generation: 0 });
+            self.slots.push(Slot { device: -1, stream: 0, ready: std::ptr::null_mut(), done: std::ptr::null_mut(), host: std::ptr::null_mut(), cap: 0, job: None, generation: 0, counted: None });
             return Some(self.slots.len() - 1);
         }
         None
@@ -571,7 +598,7 @@ impl Ring {
         let slot = &mut self.slots[i];
         if let Some(job) = slot.job.take() {
             // SAFETY: the copy into the slot's `cap` (>= bytes) pinned bytes is done.
-            record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(slot.host, job.layout.bytes) }, &job.layout);
+            slot.counted = Some(record_routing(job.invocations(), unsafe { std::slice::from_raw_parts(slot.host, job.layout.bytes) }, &job.layout));
         }
         self.free.push(i);
     }

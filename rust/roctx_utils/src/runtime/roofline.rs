@@ -86,7 +86,7 @@ fn losses(s: &roctx_kernels::KernelStats) -> String {
     ];
     let moe = listener::moe::losses();
     let moe_lost = [
-        (moe.ring_full, "MUL_MAT_ID routings not read (all read-back slots in flight: those rows keep the shape bound)"),
+        (moe.ring_full, "MUL_MAT_ID routings not read (all read-back slots in flight: those rows count their experts analytically)"),
         (moe.failed, "MUL_MAT_ID routings not read (a GPU runtime call failed)"),
         (moe.invalid, "MUL_MAT_ID routings not read (ids out of range)"),
     ];
