@@ -1,34 +1,36 @@
 #!/bin/bash
-# What the llama.cpp hook costs a MoE decode step (issue 28): scripts/nvidia/moe_layer.cpp (8 MoE
-# FFN layers as llama.cpp builds them, q4_K experts 2048x768, 128 experts, 8 used) at 1 and 8
-# tokens, with the three MUL_MAT_IDs of a layer reading one router's ids (`shared`, as in a
-# model) or each its own copy (`separate`, as test-backend-ops' cases), without the hook
-# (`none`), with CUPTI's own tracing only (`cupti`) and with the hook (`hook`), as
-# scripts/nvidia/overhead_env.sh defines them, alternated, ROUNDS rounds. Prints us per layer
-# (medians) and what the hook adds, then checks the hook's MUL_MAT_ID rows: as many as the steps
-# ran, each with exact tokens_per_expert.
+# What the llama.cpp hook costs a model-shaped MoE step (issues 28, 42): scripts/nvidia/moe_layer.cpp
+# (8 MoE FFN layers as llama.cpp builds them, q4_K experts 2048x768, 128 experts, 8 used, the
+# three MUL_MAT_IDs of a layer reading one router's ids) at 1 and 8 tokens (decode) and 512
+# (prefill), without the hook (`none`), with CUPTI's own tracing only (`cupti`), with the hook as
+# users get it (`hook`: MoE experts counted from the shapes) and with the routing read back
+# (`hook_exact`), as scripts/nvidia/overhead_env.sh defines them, alternated, ROUNDS rounds
+# (default 3). Prints us per layer (medians), `hook - cupti` first, checks the target (hook
+# within 2 % of cupti per layer at every size) and the MUL_MAT_ID rows of both accountings.
+# MOE_LAYER_IDS="shared separate" also runs each MUL_MAT_ID on its own ids (test-backend-ops').
 #
 #   bash scripts/nvidia/moe_layer.sh BIN [ROUNDS]     # BIN: .devbin (ggml/, moe_layer, the library)
 set -u
 BIN=$(cd "${1:?usage: $0 BIN [ROUNDS]}" && pwd)
-ROUNDS=${2:-2}
+ROUNDS=${2:-3}
 LAYERS=8 STEPS=1000
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/overhead_env.sh"
-CONFIGS=(none cupti hook)
-cupti_only_available || CONFIGS=(none hook)
+CONFIGS=(none cupti hook hook_exact)
+cupti_only_available || CONFIGS=(none hook hook_exact)
+read -r -a IDS <<<"${MOE_LAYER_IDS:-shared}"
 
 for round in $(seq 1 "$ROUNDS"); do
-  for tokens in 1 8; do
-    for ids in shared separate; do
+  for tokens in 1 8 512; do
+    for ids in "${IDS[@]}"; do
       for cfg in "${CONFIGS[@]}"; do
-        overhead_env "$cfg" "$WORK/hook.$tokens.$ids.$round.json"
+        overhead_env "$cfg" "$WORK/$cfg.$tokens.$ids.$round.json"
         out=$(env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/moe_layer" "$LAYERS" "$tokens" "$STEPS" "$ids" 2>"$WORK/err")
         echo "$round $tokens $ids $cfg $out"
         echo "$round $tokens $ids $cfg $out" >>"$WORK/results"
         grep -i "warn\|error\|lost" "$WORK/err" | head -n 3
-        [ "$round" -gt 1 ] && rm -f "$WORK/hook.$tokens.$ids.$round.json"
+        [ "$round" -gt 1 ] && rm -f "$WORK/$cfg.$tokens.$ids.$round.json"
       done
     done
   done
@@ -42,26 +44,31 @@ for line in open(os.path.join(work, "results")):
     m = re.match(r"(\d+) (\d+) (\w+) (\w+) .*?([\d.]+) us/layer", line)
     if m:
         us.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(m.group(4), []).append(float(m.group(5)))
-print("%-24s %9s %9s %9s %10s %10s" % ("us per layer (median)", "none", "cupti", "hook", "hook-none", "hook-cupti"))
+nan = float("nan")
+print("%-24s %10s %8s %11s %9s %9s %9s %10s" % ("us per layer (median)", "hook-cupti", "%", "exact-cupti", "none", "cupti", "hook", "hook_exact"))
 passed = failed = 0
+def check(ok, what):
+    global passed, failed
+    passed, failed = passed + bool(ok), failed + (not ok)
+    print("%s %s" % ("PASS" if ok else "FAIL", what))
+rows = []
 for (tokens, ids), by in sorted(us.items()):
     med = {c: statistics.median(v) for c, v in by.items()}
-    nan = float("nan")
-    none, cupti, hook = med.get("none", nan), med.get("cupti", nan), med.get("hook", nan)
-    print("%-24s %9.2f %9.2f %9.2f %+10.2f %+10.2f" % ("%d token%s, ids %s" % (tokens, "s" * (tokens > 1), ids), none, cupti, hook,
-          hook - none, hook - cupti))
-    ok = hook == hook
-    passed, failed = passed + ok, failed + (not ok)
+    none, cupti, hook, exact = (med.get(c, nan) for c in ("none", "cupti", "hook", "hook_exact"))
+    label = "%d token%s, ids %s" % (tokens, "s" * (tokens > 1), ids)
+    print("%-24s %+10.2f %+7.2f%% %+11.2f %9.2f %9.2f %9.2f %10.2f" % (label, hook - cupti, 100 * (hook - cupti) / cupti, exact - cupti, none, cupti, hook, exact))
+    rows.append((label, cupti, hook))
+for label, cupti, hook in rows:
+    if cupti == cupti:
+        check(hook <= cupti * 1.02, "%s: hook %+.2f %% of cupti per layer (target <= +2 %%)" % (label, 100 * (hook - cupti) / cupti))
 # A step's MUL_MAT_ID rows: 3 per layer, or 2 where ggml-cuda fuses gate, up and SwiGLU
 # (1 token, one ids tensor): a fused row carries the routing once.
 ran = steps // 5 * 5 + 20
-for path in sorted(glob.glob(os.path.join(work, "hook.*.1.json"))):
-    rows = [r for r in json.load(open(path))["rows"] if r.get("ggml_op") == "MUL_MAT_ID"]
-    exact = [r for r in rows if r.get("experts_used", 0) > 0 and r.get("tokens_per_expert")]
-    fused = sum(1 for r in rows if r.get("fused_ops"))
-    print("%s: %d MUL_MAT_ID rows (%.2f per layer and step, %d fused), %d with exact tokens_per_expert" % (
-        os.path.basename(path), len(rows), len(rows) / (layers * ran), fused, len(exact)))
-    ok = len(rows) in (2 * layers * ran, 3 * layers * ran) and len(exact) == len(rows)
-    passed, failed = passed + ok, failed + (not ok)
+for cfg, want in (("hook", "analytic"), ("hook_exact", "exact")):
+    for path in sorted(glob.glob(os.path.join(work, "%s.*.1.json" % cfg))):
+        rs = [r for r in json.load(open(path))["rows"] if r.get("ggml_op") == "MUL_MAT_ID"]
+        good = [r for r in rs if r.get("moe_accounting") == want and (want == "analytic" or r.get("tokens_per_expert"))]
+        check(len(rs) in (2 * layers * ran, 3 * layers * ran) and len(good) == len(rs),
+              "%s: %d MUL_MAT_ID rows (%.2f per layer and step), %d %s" % (os.path.basename(path), len(rs), len(rs) / (layers * ran), len(good), want))
 print("moe_layer: %d passed, %d failed" % (passed, failed))
 PY

@@ -6,7 +6,9 @@
 #   none      no hook, graphs and PDL off, as the hook sets them
 #   cupti     none plus CUPTI's activity API with our kinds and API-record filter, records
 #             dropped (BIN/libcupti_only.so, from scripts/nvidia/cupti_only.c)
-#   hook      GGML_ROOFLINE_OUT set: op scopes, kernels traced through CUPTI (default settings)
+#   hook      GGML_ROOFLINE_OUT set: op scopes, kernels traced through CUPTI (default settings:
+#             MoE experts counted from the shapes, GGML_ROOFLINE_MOE=analytic)
+#   hook_exact  hook with GGML_ROOFLINE_MOE=exact (the MoE routing read back)
 #   hook_all  hook with ROCTX_UTILS_CUPTI_API=all (an API record for every CUDA call)
 
 # The CUDA 13 libraries of the device's wheels (CUPTI among them); empty without them (ROCm).
@@ -22,8 +24,9 @@ overhead_env() {
   ENV=(LD_LIBRARY_PATH="$BIN/ggml:$BIN${NVLIB:+:$NVLIB}")
   [ "$cfg" = defaults ] || ENV+=(GGML_CUDA_DISABLE_GRAPHS=1 GGML_CUDA_PDL=0)
   case $cfg in
-    hook | hook_all) ENV+=(GGML_ROOFLINE_OUT="$report" ${NVLIB:+ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13}) ;;
+    hook | hook_exact | hook_all) ENV+=(GGML_ROOFLINE_OUT="$report" ${NVLIB:+ROCTX_UTILS_CUPTI_LIBRARY=$NVLIB/libcupti.so.13}) ;;
     cupti) ENV+=(LD_PRELOAD="$BIN/libcupti_only.so" CUPTI_ONLY_LIBRARY="$NVLIB/libcupti.so.13") ;;
   esac
   if [ "$cfg" = hook_all ]; then ENV+=(ROCTX_UTILS_CUPTI_API=all); fi
+  if [ "$cfg" = hook_exact ]; then ENV+=(GGML_ROOFLINE_MOE=exact); fi
 }
