@@ -239,36 +239,31 @@ pub fn begin_invocation_keyed(op: OpDescriptor) -> (u32, Option<GeometryKey>) {
 /// Begins an op invocation with a geometry [`begin_invocation_keyed`] returned; `None` if a
 /// [`reset`] has cleared it since (the caller begins it with its descriptor instead).
 pub fn begin_invocation_at(key: GeometryKey) -> Option<u32> {
-    with(|s| {
-        // Under the lock: a reset cannot slip in between the check and the insert.
-        if key.resets != RESETS.load(Ordering::Relaxed) {
-            return None;
-        }
-        let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
-        let Some(id) = s.admit(id) else { return Some(0) };
-        s.invocations.insert(id, Invocation { geometry: key.geometry, experts_used: 0 });
-        Some(id)
-    })
+    with(|s| s.begin_at(key))
 }
 
 /// [`begin_invocation_at`], and `thread`'s op scope changed to the new invocation at `at_ns`
 /// ([`scope_changed`]), under one acquisition of the store's lock.
 pub fn begin_invocation_at_scoped(key: GeometryKey, thread: u64, at_ns: u64) -> Option<u32> {
     with(|s| {
+        let id = s.begin_at(key)?;
+        s.scopes.changed(thread, at_ns, id);
+        Some(id)
+    })
+}
+
+impl State {
+    /// [`begin_invocation_at`] under the lock: a reset cannot slip in between the check and the
+    /// insert.
+    fn begin_at(&mut self, key: GeometryKey) -> Option<u32> {
         if key.resets != RESETS.load(Ordering::Relaxed) {
             return None;
         }
         let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = match s.admit(id) {
-            Some(id) => {
-                s.invocations.insert(id, Invocation { geometry: key.geometry, experts_used: 0 });
-                id
-            }
-            None => 0,
-        };
-        s.scopes.changed(thread, at_ns, id);
+        let Some(id) = self.admit(id) else { return Some(0) };
+        self.invocations.insert(id, Invocation { geometry: key.geometry, experts_used: 0 });
         Some(id)
-    })
+    }
 }
 
 /// Re-points `invocation` at the fused group `group` (llama.cpp's `fuse_ops`); ignored, with
