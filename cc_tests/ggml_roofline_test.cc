@@ -692,6 +692,43 @@ TEST(GgmlRoofline, ANodeChangedInPlaceIsDescribedAgain) {
   EXPECT_EQ(Count(r, "\"name\": \"b\""), 1u) << r;
 }
 
+// The same fused group every token (issue 42: remembered by its nodes' bytes and wiring, the
+// invocation re-pointed without the stage's lock), then the same shapes wired otherwise: the
+// ADD reads the product twice instead of a residual, so the group reads less from outside.
+int FusedGroupEveryToken() {
+  ggml_cuda_roofline_init();
+  auto dispatch = Dispatch();
+  if (dispatch == nullptr) return 11;
+  ggml_tensor w = Tensor(kQ4K, {4864, 896}, "blk.0.ffn_down.weight");
+  ggml_tensor x = Tensor(kF32, {4864, 1});
+  ggml_tensor residual = Tensor(kF32, {896, 1});
+  ggml_tensor mm = Node(kOpMulMat, kF32, {896, 1}, {&w, &x}, "ffn_out-0");
+  ggml_tensor add = Node(kOpAdd, kF32, {896, 1}, {&mm, &residual}, "l_out-0");
+  ggml_tensor* nodes[] = {&mm, &add};
+  ggml_cgraph graph{2, nodes};
+  uint64_t t = 1000;
+  for (int token = 0; token < 4; ++token) {
+    if (token == 3) add.src[1] = &mm;  // the same shapes and names, other wiring
+    ggml_cuda_roofline_begin_op(&mm, nullptr);
+    dispatch(2, t, t + 500, 1, 1);
+    ggml_cuda_roofline_fuse_ops(&graph, 0, 2);
+    t += 1000;
+  }
+  return 0;
+}
+
+TEST(GgmlRoofline, AFusedGroupIsRememberedByItsNodesAndTheirWiring) {
+  const Outcome o = InChild("fused", kActive, FusedGroupEveryToken);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string& r = o.report;
+  EXPECT_EQ(Count(r, "\"invocation\": "), 4u) << r;
+  EXPECT_EQ(Count(r, "\"fused_ops\""), 4u) << "every token's op is the fused group\n" << r;
+  // Weights 2 451 968 + input 19 456 + residual 3 584 + output 3 584 (the DecodeStep row);
+  // without the residual read: 2 474 496.
+  EXPECT_EQ(Count(r, "\"bytes\": 2478080"), 3u) << r;
+  EXPECT_EQ(Count(r, "\"bytes\": 2474496"), 1u) << "the rewired group is another geometry\n" << r;
+}
+
 TEST(GgmlRoofline, AUsersGraphsAndPdlSettingsAreKept) {
   const Outcome o = InChild("graphs", {{"GGML_ROOFLINE_OUT", "$REPORT"}, {"GGML_CUDA_DISABLE_GRAPHS", "0"}, {"GGML_CUDA_PDL", "1"}}, [] {
     ggml_cuda_roofline_init();

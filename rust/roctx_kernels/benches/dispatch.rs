@@ -9,6 +9,11 @@
 //! - `begin_invocation`: the store's part of an op scope (the descriptor's geometry looked up or
 //!   stored, the invocation inserted); the C ABI's total is bench/kernels_benchmark.cc.
 //! - `snapshot`: a copy of 100k dispatches, sorted by device start, names demangled once.
+//! - `begin_scoped_alone` and `begin_scoped_while_delivering` (issue 42): llama.cpp's per-node
+//!   op scope with a remembered geometry ([`roctx_kernels::begin_invocation_at_scoped`]), alone,
+//!   and while another thread delivers what a CUPTI buffer holds (300 launches and their 300
+//!   kernels, joined) every 2 ms, as the listener's buffer callback does under a launch-bound
+//!   op. What the second costs over the first is what a launching thread waits for the join.
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -107,5 +112,61 @@ fn ingest(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ingest);
+/// Launches and kernels per simulated CUPTI buffer (64 KiB of kernel and API records).
+const BUFFER_RECORDS: u64 = 300;
+
+fn begin_while_delivering(c: &mut Criterion) {
+    let mut group = c.benchmark_group("kernels");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(1));
+    let key = |op| roctx_kernels::begin_invocation_keyed(common::op(op)).1.expect("a geometry");
+    let timed = |b: &mut criterion::Bencher, key: &mut roctx_kernels::GeometryKey| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut i = 0u64;
+            while i < iters {
+                // Untimed: a reset every 64k ops keeps the invocation map bounded.
+                roctx_kernels::reset();
+                *key = roctx_kernels::begin_invocation_keyed(common::op(1)).1.expect("a geometry");
+                let n = (iters - i).min(1 << 16);
+                let t = Instant::now();
+                for j in 0..n {
+                    black_box(roctx_kernels::begin_invocation_at_scoped(*key, 7, j));
+                }
+                timed += t.elapsed();
+                i += n;
+            }
+            timed
+        })
+    };
+    let mut k = key(1);
+    group.bench_function("begin_scoped_alone", |b| timed(b, &mut k));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deliverer = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut correlation = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (launches, kernels): (Vec<_>, Vec<_>) = (0..BUFFER_RECORDS)
+                    .map(|_| {
+                        correlation += 1;
+                        let at = correlation * 1_000;
+                        let launch = roctx_kernels::Launch { correlation_id: correlation, thread_id: 7, start_ns: at, end_ns: at + 500 };
+                        let kernel = roctx_kernels::RawDispatch { start_ns: at + 600, end_ns: at + 900, kernel_id: 1, by_launch: true, correlation_id: correlation, agent_id: 1, ..Default::default() };
+                        (launch, kernel)
+                    })
+                    .unzip();
+                roctx_kernels::record_launches(launches);
+                roctx_kernels::record_dispatch(kernels);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    group.bench_function("begin_scoped_while_delivering", |b| timed(b, &mut k));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    deliverer.join().expect("the delivering thread");
+    group.finish();
+}
+
+criterion_group!(benches, ingest, begin_while_delivering);
 criterion_main!(benches);

@@ -36,8 +36,10 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - [`reset`] discards dispatches, invocations and geometries, but keeps the kernel names (code
   objects are not loaded again) and the invocation counter (a late warm-up record can never
   collide with a later invocation).
-- Not on a per-range hot path: op scopes take the mutex twice per op (begin, log), dispatches
-  and launches arrive in batches on the source's thread.
+- Not on a per-range hot path, and no stage lock per op: an op scope begun with a cached
+  geometry ([`begin_invocation_at_scoped`]), a scope change ([`scope_changed`]) and a cached
+  fused group ([`fuse_invocation_at`]) go to the calling thread's own log, which whatever reads
+  the stage merges first; dispatches and launches arrive in batches on the source's thread.
 - Bounded: the join keeps a fixed launch window, a capped wait list and capped op logs; what
   cannot be joined is kept unattributed and counted ([`KernelStats::unjoined`]).
 */
@@ -47,6 +49,7 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 pub mod attribution;
 pub mod join;
 mod names;
+mod oplog;
 mod ops;
 mod store;
 mod work;
@@ -54,7 +57,7 @@ mod work;
 pub use names::{demangle, MAX_DEMANGLED_NAME};
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
-    begin_invocation, begin_invocation_at, begin_invocation_at_scoped, begin_invocation_keyed, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, GeometryKey, invocations_started, kernel_name,
+    begin_invocation, begin_invocation_at, begin_invocation_at_scoped, begin_invocation_keyed, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, fuse_invocation_at, group_geometry, GeometryKey, invocations_started, kernel_name,
     record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, settle_all, source_restarted, snapshot,
     stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, FUTURE_SLACK_NS, MAX_DISPATCHES, MAX_DISPATCH_NS, MAX_GEOMETRIES, MAX_INVOCATIONS, MAX_KERNEL_NAMES,
 };

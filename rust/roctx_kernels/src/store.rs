@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::attribution;
 use crate::join::{Launch, Launches, ScopeLogs, LAUNCH_WINDOW, MAX_WAITING};
 use crate::names::demangle_all;
+use crate::oplog::{self, Entry, What};
 use crate::ops::{Geometry, OpDescriptor};
 use crate::work::{GraphNode, Work};
 
@@ -183,6 +184,8 @@ struct State {
     newest_by_thread: HashMap<u64, u64>,
     newest_launch: u64,
     scopes: ScopeLogs,
+    /// The vector [`oplog::drain`] swaps into each thread's log.
+    spare: Vec<Entry>,
 }
 
 /// Threads whose newest launch is kept for [`settle`]; past it a dispatch of a thread not
@@ -198,8 +201,24 @@ fn state() -> MutexGuard<'static, Option<State>> {
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The stage under its lock, with every thread's pending op-log entries merged in first
+/// ([`oplog`]): whatever reads the stage sees every change made before the call.
 fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    f(state().get_or_insert_with(State::default))
+    let mut guard = state();
+    let s = guard.get_or_insert_with(State::default);
+    s.merge_pending();
+    f(s)
+}
+
+/// Appends `entry` to the calling thread's op log ([`oplog`]): no stage lock, unless the log is
+/// full (the thread merges it) or the thread is exiting (applied directly, after what it logged
+/// before).
+fn log(entry: Entry) {
+    match oplog::push(entry) {
+        Ok(false) => {}
+        Ok(true) => with(|_| ()),
+        Err(entry) => with(|s| s.apply(entry)),
+    }
 }
 
 /// Begins an op invocation with `op`'s geometry; returns its id (from 1), or 0 when the op
@@ -245,11 +264,19 @@ pub fn begin_invocation_at(key: GeometryKey) -> Option<u32> {
 /// [`begin_invocation_at`], and `thread`'s op scope changed to the new invocation at `at_ns`
 /// ([`scope_changed`]), under one acquisition of the store's lock.
 pub fn begin_invocation_at_scoped(key: GeometryKey, thread: u64, at_ns: u64) -> Option<u32> {
-    with(|s| {
-        let id = s.begin_at(key)?;
-        s.scopes.changed(thread, at_ns, id);
-        Some(id)
-    })
+    // No stage lock (issue 42): the invocation and the scope change go to the thread's op log,
+    // merged by the next reader; the cap and a reset racing this call are settled there.
+    if key.resets != RESETS.load(Ordering::Acquire) {
+        return None;
+    }
+    let id = LAST_INVOCATION.fetch_add(1, Ordering::Relaxed) + 1;
+    let Ok(id) = u32::try_from(id) else {
+        with(|s| s.stats.invocations_exhausted += 1);
+        scope_changed(thread, at_ns, 0);
+        return Some(0);
+    };
+    log(Entry { thread, at_ns, what: What::Begin { id, geometry: key.geometry, resets: key.resets } });
+    Some(id)
 }
 
 impl State {
@@ -286,6 +313,28 @@ pub fn fuse_invocation(invocation: u32, group: OpDescriptor) -> bool {
             None => false,
         }
     })
+}
+
+/// The geometry of the fused group `group`, stored as [`fuse_invocation`] would store it, as a
+/// key a caller may cache for [`fuse_invocation_at`] (llama.cpp's `fuse_ops`, the same groups
+/// every token); `None` for fewer than two nodes or a full table (counted).
+pub fn group_geometry(group: OpDescriptor) -> Option<GeometryKey> {
+    if group.fused_ops.len() < 2 {
+        return None;
+    }
+    with(|s| s.geometry(group).map(|geometry| GeometryKey { geometry, resets: RESETS.load(Ordering::Relaxed) }))
+}
+
+/// [`fuse_invocation`] with a geometry [`group_geometry`] returned, without the stage's lock
+/// (the calling thread's op log, as [`begin_invocation_at_scoped`]): `false` for invocation 0 or
+/// a key a [`reset`] made stale (the caller describes the group again). An invocation unknown
+/// by then is left as it is.
+pub fn fuse_invocation_at(invocation: u32, key: GeometryKey) -> bool {
+    if invocation == 0 || key.resets != RESETS.load(Ordering::Acquire) {
+        return false;
+    }
+    log(Entry { thread: 0, at_ns: 0, what: What::Fuse { id: invocation, geometry: key.geometry, resets: key.resets } });
+    true
 }
 
 /// Records how many distinct experts `invocation` routed (MoE read-back).
@@ -443,7 +492,7 @@ pub fn settle_all() {
 /// (`CLOCK_BOOTTIME`, the clock of the sources' launch records). Called by the thread itself,
 /// so its changes arrive in order.
 pub fn scope_changed(thread: u64, at_ns: u64, invocation: u32) {
-    with(|s| s.scopes.changed(thread, at_ns, invocation));
+    log(Entry { thread, at_ns, what: What::Scope { invocation } });
 }
 
 /// A dispatch (or copy, or set) as a source delivers it, before attribution.
@@ -515,6 +564,18 @@ pub fn reset() {
     });
 }
 
+/// The stage's lock, held (tests: what a source's thread holds while it joins a buffer).
+#[cfg(test)]
+pub(crate) fn lock_for_tests() -> impl Drop {
+    state()
+}
+
+/// The reset count a key was made under (tests).
+#[cfg(test)]
+pub(crate) fn resets_of(key: GeometryKey) -> u64 {
+    key.resets
+}
+
 /// Forgets the join's state too (tests run in one process; [`reset`] keeps it on purpose).
 #[cfg(test)]
 pub(crate) fn forget_launches() {
@@ -573,6 +634,37 @@ pub fn snapshot() -> KernelSnapshot {
 }
 
 impl State {
+    /// Moves every thread's pending op-log entries into the stage.
+    fn merge_pending(&mut self) {
+        let mut spare = std::mem::take(&mut self.spare);
+        oplog::drain(&mut spare, |e| self.apply(e));
+        self.spare = spare;
+    }
+
+    /// One op-log entry, in its thread's order.
+    fn apply(&mut self, e: Entry) {
+        let current = |resets: u64, geometry: Geometry, s: &Self| resets == RESETS.load(Ordering::Relaxed) && (geometry as usize) < s.geometries.len();
+        match e.what {
+            What::Scope { invocation } => self.scopes.changed(e.thread, e.at_ns, invocation),
+            What::Begin { id, geometry, resets } => {
+                // A reset between the caller's check and its id (another thread's reset)
+                // cleared the geometry table: the op's kernels are kept, as no op's.
+                let admitted = if current(resets, geometry, self) { self.admit(u64::from(id)) } else { None };
+                if let Some(id) = admitted {
+                    self.invocations.insert(id, Invocation { geometry, experts_used: 0 });
+                }
+                self.scopes.changed(e.thread, e.at_ns, admitted.unwrap_or(0));
+            }
+            What::Fuse { id, geometry, resets } => {
+                if current(resets, geometry, self) {
+                    if let Some(inv) = self.invocations.get_mut(&id) {
+                        inv.geometry = geometry;
+                    }
+                }
+            }
+        }
+    }
+
     /// Drops the launches, the waiting kernels and the threads' op logs (a fork child's are
     /// its parent's).
     fn forget_join(&mut self) {
@@ -699,16 +791,20 @@ thread_local! {
 pub fn fork_prepare() {
     let held = state();
     let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
+    // After the stage's lock (the order of `with`): no reader is draining the op logs now.
+    oplog::fork_prepare();
 }
 
 /// After `fork()`, in the parent.
 pub fn fork_parent() {
+    oplog::fork_parent();
     let _ = HELD.try_with(|h| h.borrow_mut().take());
 }
 
 /// After `fork()`, in the child: the parent's kernels are the parent's; the child starts empty
 /// (names kept: its code objects are the same).
 pub fn fork_child() {
+    oplog::fork_child();
     let _ = HELD.try_with(|h| {
         if let Some(mut g) = h.borrow_mut().take() {
             if let Some(s) = g.as_mut() {

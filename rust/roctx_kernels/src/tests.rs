@@ -375,3 +375,84 @@ fn a_remembered_geometry_begins_invocations_until_a_reset_clears_it() {
     let (third, again) = begin_invocation_keyed(op("MUL_MAT", 4096));
     assert!(third > second && again.is_some() && again != Some(key));
 }
+
+/// Issue 42: a launching thread's op scope never waits for the stage's lock, which the source's
+/// thread holds while it joins a delivered buffer.
+#[test]
+fn op_scopes_begin_while_the_stage_is_locked_and_reach_it_in_their_threads_order() {
+    let _g = serial();
+    let (_, key) = begin_invocation_keyed(op("ADD", 4096));
+    let key = key.expect("a geometry");
+    let held = crate::store::lock_for_tests();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let a = begin_invocation_at_scoped(key, 41, 100).expect("a current key");
+        scope_changed(41, 200, 0);
+        let b = begin_invocation_at_scoped(key, 41, 300).expect("a current key");
+        tx.send((a, b)).expect("the test waits");
+    });
+    let (a, b) = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("begun while the stage's lock is held");
+    t.join().expect("no panic");
+    drop(held);
+    // The thread has exited: its log is merged all the same, in its order.
+    let mut launches = Vec::new();
+    let mut kernels = Vec::new();
+    for (i, at) in [(1u64, 150u64), (2, 250), (3, 350)] {
+        launches.push(Launch { correlation_id: i, thread_id: 41, start_ns: at, end_ns: at });
+        kernels.push(RawDispatch { start_ns: 1000 + i, end_ns: 1001 + i, kernel_id: 1, by_launch: true, correlation_id: i, ..Default::default() });
+    }
+    record_launches(launches);
+    record_dispatch(kernels);
+    let s = snapshot();
+    let ops: Vec<_> = s.dispatches.iter().map(|d| d.invocation).collect();
+    assert_eq!(ops, [a, 0, b], "each kernel in the scope open at its launch");
+    assert_eq!(s.invocations[&a].geometry, s.invocations[&b].geometry);
+    assert_eq!(s.stats.unjoined, 0);
+}
+
+#[test]
+fn a_full_op_log_is_merged_by_its_own_thread() {
+    let _g = serial();
+    for i in 0..crate::oplog::PENDING as u64 {
+        scope_changed(42, i + 1, (i % 2) as u32);
+    }
+    assert!(crate::oplog::pending_here() < crate::oplog::PENDING, "the thread that filled its log merged it");
+    scope_changed(42, u64::MAX, 0);
+    assert_eq!(crate::oplog::pending_here(), 1, "appended, not merged");
+}
+
+#[test]
+fn a_begin_logged_across_a_reset_keeps_its_kernels_as_no_ops() {
+    let _g = serial();
+    let (_, key) = begin_invocation_keyed(op("ADD", 64));
+    let key = key.expect("a geometry");
+    // The race: another thread's reset lands after this thread checked the key, before its
+    // entry is merged. The entry still names the old table.
+    let stale = crate::oplog::Entry { thread: 43, at_ns: 100, what: crate::oplog::What::Begin { id: 1 << 30, geometry: 0, resets: crate::store::resets_of(key) } };
+    reset();
+    let _ = begin_invocation_keyed(op("MUL_MAT", 64)); // geometry 0 of the new table: another op
+    assert_eq!(crate::oplog::push(stale), Ok(false));
+    record_launches([Launch { correlation_id: 1, thread_id: 43, start_ns: 150, end_ns: 150 }]);
+    record_dispatch([RawDispatch { start_ns: 200, end_ns: 201, kernel_id: 1, by_launch: true, correlation_id: 1, ..Default::default() }]);
+    let s = snapshot();
+    assert!(!s.invocations.contains_key(&(1 << 30)), "not attributed to the new table's geometry 0");
+    assert_eq!(s.dispatches.iter().map(|d| d.invocation).collect::<Vec<_>>(), [0], "kept, as no op's");
+}
+
+#[test]
+fn a_remembered_fused_group_repoints_its_invocation_without_the_lock_until_a_reset() {
+    let _g = serial();
+    let (_, key) = begin_invocation_keyed(op("RMS_NORM", 4096));
+    let key = key.expect("a geometry");
+    let id = begin_invocation_at_scoped(key, 44, 10).expect("a current key");
+    let group = OpDescriptor { fused_ops: vec![op("RMS_NORM", 4096), op("MUL", 4096)], ..op("RMS_NORM", 4096) };
+    assert_eq!(group_geometry(op("RMS_NORM", 8)), None, "fewer than two nodes");
+    let fused = group_geometry(group.clone()).expect("a group geometry");
+    assert!(fuse_invocation_at(id, fused));
+    assert!(!fuse_invocation_at(0, fused), "no invocation");
+    let s = snapshot();
+    let fused_ops: Vec<_> = s.geometries[s.invocations[&id].geometry as usize].fused_ops.iter().map(|o| o.op.clone()).collect();
+    assert_eq!(fused_ops, ["RMS_NORM", "MUL"]);
+    reset();
+    assert!(!fuse_invocation_at(id, fused), "the reset cleared the table: the caller describes the group again");
+}

@@ -157,6 +157,8 @@ struct GeometryCache {
     /// compare instead of hashing the ~350-byte key (issue 42).
     by_node: HashMap<usize, (Box<[u8]>, Remembered), BuildHasherDefault<WordHasher>>,
     key: Vec<u8>,
+    /// A node's key while a fused group's is built.
+    scratch: Vec<u8>,
 }
 
 /// A layout's geometry, and its expert count if it is a `MUL_MAT_ID`.
@@ -166,7 +168,7 @@ type Remembered = (GeometryKey, Option<u64>);
 const CACHE_LAYOUTS: usize = 4096;
 
 thread_local! {
-    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), by_node: HashMap::default(), key: Vec::with_capacity(1024) });
+    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), by_node: HashMap::default(), key: Vec::with_capacity(1024), scratch: Vec::with_capacity(1024) });
 }
 
 /// An FxHash-style hasher over 8-byte words (the keys are our own bytes, not an attacker's).
@@ -312,16 +314,91 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
             return;
         }
         // SAFETY: indices within the graph's nodes.
-        let nodes: Vec<*const Tensor> = (node_idx..end).map(|i| unsafe { node_at(graph, i) }.cast_const()).collect();
+        let node = |i: c_int| unsafe { node_at(graph, i) }.cast_const();
         if EXACT_MOE.load(Ordering::Relaxed) {
             // SAFETY: the graph's nodes are valid for the call.
-            nodes.iter().filter_map(|&n| unsafe { n.as_ref() }).for_each(wrote);
+            (node_idx..end).filter_map(|i| unsafe { node(i).as_ref() }).for_each(wrote);
         }
+        // The same group every token: its geometry is remembered by the bytes of its nodes and
+        // their wiring, and the invocation re-pointed through the thread's op log (no stage lock,
+        // no descriptor built: issue 42).
+        let cached = CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let c = &mut *c;
+            // SAFETY: the graph's nodes and their sources are valid for the call.
+            unsafe { group_key((node_idx..end).map(node), &mut c.key, &mut c.scratch) }?;
+            c.map.get(c.key.as_slice()).map(|r| r.0)
+        });
+        if let Ok(Some(key)) = cached {
+            if roctx_kernels::fuse_invocation_at(invocation, key) {
+                return;
+            }
+        }
+        let nodes: Vec<*const Tensor> = (node_idx..end).map(node).collect();
         // SAFETY: the graph's nodes are valid for the call.
-        if let Some(group) = unsafe { describe_group(api, &nodes) } {
-            roctx_kernels::fuse_invocation(invocation, group);
-        }
+        let Some(group) = (unsafe { describe_group(api, &nodes) }) else { return };
+        let Some(key) = roctx_kernels::group_geometry(group) else { return };
+        roctx_kernels::fuse_invocation_at(invocation, key);
+        let _ = CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            let c = &mut *c;
+            // SAFETY: as above.
+            if unsafe { group_key(nodes.iter().copied(), &mut c.key, &mut c.scratch) }.is_some() {
+                if c.map.len() >= CACHE_LAYOUTS {
+                    c.map.clear();
+                    c.by_node.clear();
+                }
+                c.map.insert(c.key.as_slice().into(), (key, None));
+            }
+        });
     })
+}
+
+/// The bytes that decide a fused group's descriptor: a marker no node key starts with, then
+/// each node's [`node_key`], then the group's wiring: for each source of each node, whether it
+/// is null, one of the group's nodes (which), or an external tensor (which, counting each once:
+/// the group's external bytes count a tensor read twice once). `None` for a null node.
+///
+/// # Safety
+/// The nodes and their sources are null or valid tensors.
+unsafe fn group_key(nodes: impl Iterator<Item = *const Tensor> + Clone, out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Option<()> {
+    if nodes.clone().count() > 64 {
+        return None; // a group this large is described every time
+    }
+    out.clear();
+    out.extend_from_slice(&[0xff; 4]); // a node key starts with its type (< 256, little-endian)
+    let mut externals: [*const Tensor; 32] = [std::ptr::null(); 32];
+    let mut n_externals = 0usize;
+    for n in nodes.clone() {
+        // SAFETY: per contract.
+        let t = unsafe { n.as_ref() }?;
+        // SAFETY: per contract.
+        unsafe { node_key(t, scratch) };
+        out.extend_from_slice(&(scratch.len() as u32).to_le_bytes());
+        out.extend_from_slice(scratch);
+    }
+    for n in nodes.clone() {
+        // SAFETY: checked non-null above; per contract.
+        for &src in unsafe { sources(&*n) } {
+            if src.is_null() {
+                out.push(0);
+            } else if let Some(k) = nodes.clone().position(|m| m == src) {
+                out.extend_from_slice(&[1, k as u8]); // CAST: at most 64 nodes
+            } else {
+                let k = match externals[..n_externals].iter().position(|&e| e == src) {
+                    Some(k) => k,
+                    None if n_externals < externals.len() => {
+                        externals[n_externals] = src;
+                        n_externals += 1;
+                        n_externals - 1
+                    }
+                    None => return None, // a group this wide is described every time
+                };
+                out.extend_from_slice(&[2, k as u8]); // CAST: below 32
+            }
+        }
+    }
+    Some(())
 }
 
 /// Reads the routing of `invocation`, a `MUL_MAT_ID` node: its ids tensor (`src[2]`, `i32`,
