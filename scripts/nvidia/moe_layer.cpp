@@ -10,10 +10,18 @@
 //   g++ -O2 -std=c++17 -I<ggml>/include scripts/nvidia/moe_layer.cpp -o moe_layer
 //       .devbin/ggml/libggml.so.0 .devbin/ggml/libggml-base.so.0 -Wl,--allow-shlib-undefined
 //   (the CUDA runtime and cuBLAS that ggml-cuda needs are the device's, found at run time)
-//   ./moe_layer [LAYERS=8] [TOKENS=1] [STEPS=2000] [shared|separate]
+//   ./moe_layer [LAYERS=8] [TOKENS=1] [STEPS=2000] [shared|separate|dense]
+//
+// `dense` instead of shared|separate (issue 42) builds LAYERS dense decoder layers as llama.cpp
+// builds a Llama-3.2-1B-shaped one instead: RMS_NORM and its weight, the Q, K and V MUL_MATs,
+// ROPE of Q and K, K and V written into an f16 cache (CPY), the attention over 1,024 cached
+// positions (the K view times Q, SOFT_MAX, V times the scores, 32 heads over 8 KV heads), the O
+// projection, the residual ADD, then the FFN (RMS_NORM, gate and up MUL_MATs, SwiGLU, down) and
+// its ADD; q4_K weights, hidden 2048, FFN 8192.
 //
 // Prints "moe_layer: LAYERS layers, TOKENS tokens, ids shared, N graph nodes: X us/step, Y
-// us/layer" (median of 5 blocks of STEPS/5 steps, after 20 steps of warm-up).
+// us/layer" (median of 5 blocks of STEPS/5 steps, after 20 steps of warm-up); "ids dense" for
+// the dense layers.
 // MOE_LAYER_BACKEND=CPU runs it without a GPU (a check of the program, not a measurement). The
 // expert weights are random q4_K blocks with small scales: the routing and the kernels' work
 // are a model's, the numbers are not.
@@ -33,10 +41,43 @@
 namespace {
 
 constexpr int kEmbd = 2048, kFf = 768, kExperts = 128, kUsed = 8;
+// The dense layer: 32 heads of 64 over 8 KV heads, FFN 8192, a 1,024-position cache of which
+// the step's tokens are written from position 256.
+constexpr int kHeadDim = 64, kHeads = 32, kKvHeads = 8, kDenseFf = 8192, kCtx = 1024, kPos0 = 256;
 
 struct Layer {
   ggml_tensor *router, *up, *gate, *down;
+  // Dense only.
+  ggml_tensor *wq, *wk, *wv, *wo, *attn_norm, *ffn_norm, *k_cache, *v_cache;
 };
+
+// What llama.cpp computes for one dense decoder layer (llm_build_llama): attention with the KV
+// cache written in the graph, then the SwiGLU FFN, each with its residual.
+ggml_tensor* DenseBlock(ggml_context* ctx, ggml_cgraph* gf, const Layer& l, ggml_tensor* x, ggml_tensor* pos, int tokens) {
+  const int kv = kHeadDim * kKvHeads;
+  ggml_tensor* h = ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), l.attn_norm);
+  ggml_tensor* q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wq, h), kHeadDim, kHeads, tokens);
+  ggml_tensor* k = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.wk, h), kHeadDim, kKvHeads, tokens);
+  ggml_tensor* v = ggml_mul_mat(ctx, l.wv, h);  // [kv, tokens]
+  q = ggml_rope_ext(ctx, q, pos, nullptr, kHeadDim, 0, 8192, 500000.f, 1.f, 0.f, 1.f, 32.f, 1.f);
+  k = ggml_rope_ext(ctx, k, pos, nullptr, kHeadDim, 0, 8192, 500000.f, 1.f, 0.f, 1.f, 32.f, 1.f);
+  // The cache writes: K rows at [kPos0, kPos0 + tokens), V transposed (llama.cpp's v_trans).
+  ggml_tensor* k_dst = ggml_view_1d(ctx, l.k_cache, static_cast<int64_t>(kv) * tokens, ggml_row_size(l.k_cache->type, kv) * kPos0);
+  ggml_tensor* v_dst = ggml_view_2d(ctx, l.v_cache, tokens, kv, l.v_cache->nb[1], ggml_element_size(l.v_cache) * kPos0);
+  // In the graph before the attention that reads the cache (llama.cpp expands them first too).
+  ggml_build_forward_expand(gf, ggml_cpy(ctx, k, k_dst));
+  ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_transpose(ctx, v), v_dst));
+  ggml_tensor* keys = ggml_view_3d(ctx, l.k_cache, kHeadDim, kCtx, kKvHeads, l.k_cache->nb[1], ggml_row_size(l.k_cache->type, kHeadDim), 0);
+  ggml_tensor* values = ggml_view_3d(ctx, l.v_cache, kCtx, kHeadDim, kKvHeads, l.v_cache->nb[1], l.v_cache->nb[1] * kHeadDim, 0);
+  ggml_tensor* kq = ggml_mul_mat(ctx, keys, ggml_permute(ctx, q, 0, 2, 1, 3));  // [ctx, tokens, heads]
+  kq = ggml_soft_max_ext(ctx, kq, nullptr, 1.f / 8.f, 0.f);
+  ggml_tensor* kqv = ggml_mul_mat(ctx, values, kq);  // [head_dim, tokens, heads]
+  ggml_tensor* o = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), kEmbd, tokens);
+  x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.wo, o));
+  h = ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), l.ffn_norm);
+  ggml_tensor* act = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, l.gate, h), ggml_mul_mat(ctx, l.up, h));
+  return ggml_add(ctx, x, ggml_mul_mat(ctx, l.down, act));
+}
 
 // What llama.cpp computes for one MoE FFN layer: the norm, build_moe_ffn (softmax gating,
 // SwiGLU, weights after the down projection), the residual.
@@ -82,8 +123,10 @@ int main(int argc, char** argv) {
   const int tokens = argc > 2 ? atoi(argv[2]) : 1;
   const int steps = argc > 3 ? atoi(argv[3]) : 2000;
   const bool separate = argc > 4 && strcmp(argv[4], "separate") == 0;
-  if (layers < 1 || tokens < 1 || steps < 5 || (argc > 4 && !separate && strcmp(argv[4], "shared") != 0)) {
-    fprintf(stderr, "usage: %s [LAYERS>=1] [TOKENS>=1] [STEPS>=5] [shared|separate]\n", argv[0]);
+  const bool dense = argc > 4 && strcmp(argv[4], "dense") == 0;
+  if (layers < 1 || tokens < 1 || steps < 5 || (dense && kPos0 + tokens > kCtx) ||
+      (argc > 4 && !separate && !dense && strcmp(argv[4], "shared") != 0)) {
+    fprintf(stderr, "usage: %s [LAYERS>=1] [TOKENS>=1, dense: <=%d] [STEPS>=5] [shared|separate|dense]\n", argv[0], kCtx - kPos0);
     return 2;
   }
   const char* name = getenv("MOE_LAYER_BACKEND") ? getenv("MOE_LAYER_BACKEND") : "CUDA0";  // CPU: a check without a GPU
@@ -93,16 +136,32 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  ggml_init_params wp = {ggml_tensor_overhead() * (4 * layers + 1), nullptr, true};
+  ggml_init_params wp = {ggml_tensor_overhead() * (12 * layers + 2), nullptr, true};
   ggml_context* wctx = ggml_init(wp);
   std::vector<Layer> ls(layers);
   for (auto& l : ls) {
+    if (dense) {
+      const int kv = kHeadDim * kKvHeads;
+      l.wq = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kEmbd);
+      l.wk = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kv);
+      l.wv = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kv);
+      l.wo = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kEmbd);
+      l.gate = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kDenseFf);
+      l.up = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kEmbd, kDenseFf);
+      l.down = ggml_new_tensor_2d(wctx, GGML_TYPE_Q4_K, kDenseFf, kEmbd);
+      l.attn_norm = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, kEmbd);
+      l.ffn_norm = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, kEmbd);
+      l.k_cache = ggml_new_tensor_2d(wctx, GGML_TYPE_F16, kv, kCtx);
+      l.v_cache = ggml_new_tensor_2d(wctx, GGML_TYPE_F16, kCtx, kv);
+      continue;
+    }
     l.router = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, kEmbd, kExperts);
     l.up = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kEmbd, kFf, kExperts);
     l.gate = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kEmbd, kFf, kExperts);
     l.down = ggml_new_tensor_3d(wctx, GGML_TYPE_Q4_K, kFf, kEmbd, kExperts);
   }
   ggml_tensor* x = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, kEmbd, tokens);
+  ggml_tensor* pos = ggml_new_tensor_1d(wctx, GGML_TYPE_I32, tokens);
   ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, backend);
   if (wbuf == nullptr) {
     fprintf(stderr, "moe_layer: cannot allocate the weights\n");
@@ -112,7 +171,22 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> small(-0.05f, 0.05f), unit(-1.f, 1.f);
   const std::vector<uint8_t> q = RandomQ4K(ggml_nbytes(ls[0].up), rng);
   std::vector<float> router(kEmbd * kExperts), input(static_cast<size_t>(kEmbd) * tokens);
+  std::vector<int32_t> positions(tokens);
+  for (int i = 0; i < tokens; ++i) positions[i] = kPos0 + i;
+  ggml_backend_tensor_set(pos, positions.data(), 0, ggml_nbytes(pos));
   for (auto& l : ls) {
+    if (dense) {
+      // q is the size of up, gate and down, the largest.
+      for (ggml_tensor* w : {l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down}) ggml_backend_tensor_set(w, q.data(), 0, ggml_nbytes(w));
+      const std::vector<float> ones(kEmbd, 1.f);
+      ggml_backend_tensor_set(l.attn_norm, ones.data(), 0, ggml_nbytes(l.attn_norm));
+      ggml_backend_tensor_set(l.ffn_norm, ones.data(), 0, ggml_nbytes(l.ffn_norm));
+      std::vector<ggml_fp16_t> cache(ggml_nelements(l.k_cache));
+      for (auto& c : cache) c = ggml_fp32_to_fp16(small(rng));
+      ggml_backend_tensor_set(l.k_cache, cache.data(), 0, ggml_nbytes(l.k_cache));
+      ggml_backend_tensor_set(l.v_cache, cache.data(), 0, ggml_nbytes(l.v_cache));
+      continue;
+    }
     for (auto& f : router) f = small(rng);  // each layer routes differently
     ggml_backend_tensor_set(l.router, router.data(), 0, ggml_nbytes(l.router));
     ggml_backend_tensor_set(l.up, q.data(), 0, ggml_nbytes(l.up));
@@ -127,7 +201,7 @@ int main(int argc, char** argv) {
   ggml_context* gctx = ggml_init(gp);
   ggml_cgraph* gf = ggml_new_graph_custom(gctx, nodes, false);
   ggml_tensor* cur = x;
-  for (const auto& l : ls) cur = MoeBlock(gctx, l, cur, tokens, separate);
+  for (const auto& l : ls) cur = dense ? DenseBlock(gctx, gf, l, cur, pos, tokens) : MoeBlock(gctx, l, cur, tokens, separate);
   ggml_set_output(cur);
   ggml_build_forward_expand(gf, cur);
   ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
@@ -155,7 +229,7 @@ int main(int argc, char** argv) {
   ggml_backend_tensor_get(cur, out.data(), 0, ggml_nbytes(cur));
   size_t finite = std::count_if(out.begin(), out.end(), [](float f) { return std::isfinite(f); });
   printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite)\n", layers,
-         tokens, separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size());
+         tokens, dense ? "dense" : separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size());
   ggml_gallocr_free(galloc);
   ggml_free(gctx);
   ggml_backend_buffer_free(wbuf);

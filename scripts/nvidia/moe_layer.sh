@@ -7,7 +7,10 @@
 # (`hook_exact`), as scripts/nvidia/overhead_env.sh defines them, alternated, ROUNDS rounds
 # (default 3). Prints us per layer (medians), `hook - cupti` first, checks the target (hook
 # within 2 % of cupti per layer at every size) and the MUL_MAT_ID rows of both accountings.
-# MOE_LAYER_IDS="shared separate" also runs each MUL_MAT_ID on its own ids (test-backend-ops').
+# The same for 8 dense decoder layers (`dense`: attention over a 1,024-position KV cache and a
+# SwiGLU FFN, Llama-3.2-1B-shaped; moe_layer.cpp builds both), in the same rounds.
+# MOE_LAYER_IDS="shared separate dense" also runs each MUL_MAT_ID on its own ids (test-backend-ops');
+# the default is "shared dense".
 #
 #   bash scripts/nvidia/moe_layer.sh BIN [ROUNDS]     # BIN: .devbin (ggml/, moe_layer, the library)
 set -u
@@ -19,7 +22,9 @@ trap 'rm -rf "$WORK"' EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/overhead_env.sh"
 CONFIGS=(none cupti hook hook_exact)
 cupti_only_available || CONFIGS=(none hook hook_exact)
-read -r -a IDS <<<"${MOE_LAYER_IDS:-shared}"
+# MOE_LAYER_CONFIGS="none cupti cupti_ours hook hook_alt": others (overhead_env.sh), shown after.
+if [ -n "${MOE_LAYER_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$MOE_LAYER_CONFIGS"; fi
+read -r -a IDS <<<"${MOE_LAYER_IDS:-shared dense}"
 # A prefill step is ~60x a decode step: a fifth of the steps keeps each run a few seconds.
 steps() { if [ "$1" -ge 512 ]; then echo $((STEPS / 5)); else echo "$STEPS"; fi; }
 
@@ -47,7 +52,7 @@ for line in open(os.path.join(work, "results")):
     if m:
         us.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(m.group(4), []).append(float(m.group(5)))
 nan = float("nan")
-print("%-24s %10s %8s %11s %9s %9s %9s %10s" % ("us per layer (median)", "hook-cupti", "%", "exact-cupti", "none", "cupti", "hook", "hook_exact"))
+print("%-28s %10s %8s %11s %9s %9s %9s %10s" % ("us per layer (median)", "hook-cupti", "%", "exact-cupti", "none", "cupti", "hook", "hook_exact"))
 passed = failed = 0
 def check(ok, what):
     global passed, failed
@@ -57,8 +62,9 @@ rows = []
 for (tokens, ids), by in sorted(us.items()):
     med = {c: statistics.median(v) for c, v in by.items()}
     none, cupti, hook, exact = (med.get(c, nan) for c in ("none", "cupti", "hook", "hook_exact"))
-    label = "%d token%s, ids %s" % (tokens, "s" * (tokens > 1), ids)
-    print("%-24s %+10.2f %+7.2f%% %+11.2f %9.2f %9.2f %9.2f %10.2f" % (label, hook - cupti, 100 * (hook - cupti) / cupti, exact - cupti, none, cupti, hook, exact))
+    label = ("dense, %d token%s" if ids == "dense" else "MoE, %d token%s, ids " + ids) % (tokens, "s" * (tokens > 1))
+    extra = " ".join("%s %.2f" % (c, med[c]) for c in sorted(med) if c not in ("none", "cupti", "hook", "hook_exact"))
+    print("%-28s %+10.2f %+7.2f%% %+11.2f %9.2f %9.2f %9.2f %10.2f %s" % (label, hook - cupti, 100 * (hook - cupti) / cupti, exact - cupti, none, cupti, hook, exact, extra))
     rows.append((label, cupti, hook))
 for label, cupti, hook in rows:
     if cupti == cupti:
@@ -67,6 +73,8 @@ for label, cupti, hook in rows:
 # (1 token, one ids tensor): a fused row carries the routing once.
 for cfg, want in (("hook", "analytic"), ("hook_exact", "exact")):
     for path in sorted(glob.glob(os.path.join(work, "%s.*.1.json" % cfg))):
+        if ".dense." in path:
+            continue  # no MUL_MAT_ID
         tokens = int(os.path.basename(path).split(".")[1])
         n = steps // 5 if tokens >= 512 else steps
         ran = n // 5 * 5 + 20
