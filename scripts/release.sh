@@ -1,6 +1,8 @@
 #!/bin/bash
-# Builds the release tarball: dist/roctx_utils-<version>-linux-x86_64.tar.gz (or OUT_DIR/...),
-# one directory that profiles any process once unpacked (README, "Profile any process"):
+# Builds the binary wheel, dist/roctx_utils-<version>-py3-none-manylinux_2_<N>_x86_64.whl
+# (scripts/build_wheel.py: `pip install` it and `roctx` is on PATH), and the release tarball,
+# dist/roctx_utils-<version>-linux-x86_64.tar.gz (or OUT_DIR/...), one directory that profiles
+# any process once unpacked (README, "Profile any process"):
 #
 #   bin/roctx                        the CLI: record, inspect, merge, convert, roofline
 #   lib/libroctx_utils_tool.so       the rocprofiler-sdk tool library (ROCm)
@@ -12,7 +14,7 @@
 #
 # Usage: bash scripts/release.sh [OUT_DIR]. RELEASE_COMPILATION_MODE=fastbuild builds the C++
 # parts without optimization (the test command does, to share its Bazel cache; the Rust is built
-# by cargo --release either way). Prints the tarball's path on its last line.
+# by cargo --release either way). Prints the wheel's path, then the tarball's on its last line.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -46,8 +48,12 @@ cp README.md "$DEST/"
 if [ -f LICENSE ]; then cp LICENSE "$DEST/"; fi
 
 mkdir -p "$OUT_DIR"
-# Reproducible entries: sorted, owned by root, dated by the last commit.
 EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+# The binary wheel beside it (issue 43): the Python package, both libraries and the CLI.
+echo "==> python3 scripts/build_wheel.py" >&2
+WHEEL=$(SOURCE_DATE_EPOCH=$EPOCH python3 scripts/build_wheel.py --roctx "$DEST/bin/roctx" --lib "$DEST/lib" --out "$OUT_DIR" | tail -n 1)
+echo "$WHEEL"
+# Reproducible entries: sorted, owned by root, dated by the last commit.
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" \
   -C "$STAGE" -czf "$OUT_DIR/$NAME.tar.gz" "$NAME"
 echo "$OUT_DIR/$NAME.tar.gz"

@@ -21,7 +21,8 @@
 #      patch (//cc_tests:traceme_wrapper_test: the class it makes, on the pinned d8a5b437 lines);
 #   5d. the release tarball (scripts/release.sh) unpacked into a fresh directory, and its
 #      `roctx record -- COMMAND` against stock hosts on the fake rocprofiler-sdk (each record
-#      layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh);
+#      layout) and the fake CUPTI, read back through XProf (tests/record/check_record.sh); CPU-only
+#      recording; the binary wheel installed into a fresh venv, recording through its `roctx`;
 #   5e. `roctx stats` of the files of 5a and 5d against XProf's own kernel_stats
 #      (tests/xprof/check_stats.py);
 #   5f. the XLA fork integration: integrations/xla/check_test.sh, then check.sh --compat on each
@@ -758,7 +759,7 @@ run_record() {
   fi
   record "record: release tarball" 1 0
   bash tests/record/check_record.sh "$dir/unpacked/$(basename "$tarball" .tar.gz)" "$ROOT/bazel-bin" \
-    "$XPROF_VENV/bin/python" "$dir/work" 2>&1 | tee "$log"
+    "$XPROF_VENV/bin/python" "$dir/work" "$(ls "$dir"/roctx_utils-*.whl 2>/dev/null | head -n 1)" 2>&1 | tee "$log"
   record_result "record: roctx record" "$log" "record" "${PIPESTATUS[0]}" check_record.sh
 }
 

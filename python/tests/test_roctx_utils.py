@@ -431,6 +431,38 @@ class TorchHook(unittest.TestCase):
 
 
 class Discovery(unittest.TestCase):
+    def test_the_pure_python_package_has_no_bundled_library_or_cli(self):
+        # Issue 43: only the binary wheel carries _native/; `pip install ./python` does not.
+        from roctx_utils import _cli
+        self.assertIsNone(_lib._bundled())
+        self.assertIsNone(_cli.binary())
+        r = run_python("import sys, roctx_utils._cli as c; sys.exit(c.main())")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("has no native CLI", r.stderr)
+        self.assertIn("binary wheel", r.stderr)
+
+    def test_a_bundled_library_is_found_last(self):
+        # A package with _native/lib (the wheel's layout): used only when nothing names one.
+        with tempfile.TemporaryDirectory() as d:
+            pkg = os.path.join(d, "roctx_utils")
+            os.makedirs(os.path.join(pkg, "_native", "lib"))
+            for name in os.listdir(os.path.dirname(roctx_utils.__file__)):
+                if name.endswith(".py"):
+                    with open(os.path.join(os.path.dirname(roctx_utils.__file__), name)) as src, open(os.path.join(pkg, name), "w") as dst:
+                        dst.write(src.read())
+            lib = LIBRARY
+            if not lib:
+                self.skipTest("ROCTX_UTILS_TEST_LIBRARY names no library to copy")
+            with open(lib, "rb") as src, open(os.path.join(pkg, "_native", "lib", "libroctx_utils_nvtx.so"), "wb") as dst:
+                dst.write(src.read())
+            r = run_python("""
+                import roctx_utils, roctx_utils._lib as l
+                assert roctx_utils.__file__.startswith(%r), roctx_utils.__file__
+                print(l.get().origin if l.get() else None)
+            """ % d, {"PYTHONPATH": d}, env_drop=("ROCTX_UTILS_LIBRARY",))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("the library inside this package (the binary wheel)", r.stdout)
+
     def test_no_library_is_one_warning_and_no_ops(self):
         r = run_python("""
             import roctx_utils, roctx_utils.jax

@@ -6,14 +6,19 @@
 # failures `roctx record` must catch before the command starts, the exit status, signals, and a
 # plain python3 annotating through the tarball's start-up hook.
 #
-# Usage: tests/record/check_record.sh PREFIX BAZEL_BIN PYTHON WORKDIR
+# Then CPU-only recording (no GPU stack: `auto` says so and records, `--platform none`) and the
+# binary wheel (issue 43): installed into a fresh venv, `roctx` on PATH, `import roctx_utils`,
+# its glibc tag against auditwheel's, and a CPU-only recording of a Python script through it.
+#
+# Usage: tests/record/check_record.sh PREFIX BAZEL_BIN PYTHON WORKDIR [WHEEL]
 #   PREFIX     the unpacked tarball (bin/roctx, lib/, python/)
+#   WHEEL      the binary wheel scripts/release.sh built beside it
 #   BAZEL_BIN  bazel-bin of a --config=rocm build holding //cc_tests's hosts and fakes
 #   PYTHON     a python with xprof (the test command's venv)
 # Prints PASS/FAIL lines and "record: N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
 
-PREFIX=$1 BIN=$2 PY=$3 WORK=$4
+PREFIX=$1 BIN=$2 PY=$3 WORK=$4 WHEEL=${5:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CHECK=$HERE/../xprof/check_xprof.py
 ROCTX=$PREFIX/bin/roctx
@@ -210,7 +215,6 @@ expect_refusal() {
     fail "refused before the command: $name" "exit $rc, ran: $([ -e "$WORK/ran" ] && echo yes || echo no)"
   fi
 }
-expect_refusal no-platform 'no GPU profiling stack found' "$ROCTX" record -o "$WORK/x" --platform auto
 expect_refusal rocm-without-sdk '--platform rocm, but rocprofiler-sdk was not found' "$ROCTX" record -o "$WORK/x" --platform rocm
 expect_refusal missing-library 'libroctx_utils_tool.so does not exist' env ROCM_PATH="$FAKE_ROCM" "$ROCTX" record --lib-dir "$WORK/nolib" -o "$WORK/x"
 expect_refusal unwritable-logdir 'cannot write in|creating' env ROCM_PATH="$FAKE_ROCM" "$ROCTX" record -o /proc/roctx_logs
@@ -344,6 +348,136 @@ else
   fail "$name --wait all" "exit $rc"
 fi
 sleep 1.5  # the first run's worker, before WORK is removed
+
+# ---- CPU-only (issue 43): no GPU stack found, `auto` says so and records the NVTX ranges,
+# without kernels (the host's CUDA work is the fake CUPTI's, which nothing traces now) ----
+name=cpu-only-auto
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record -o "$WORK/$name" -- "$CUDA_HOST" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'no GPU profiling stack found' "$log" && grep -q 'recording CPU-only' "$log" &&
+  grep -q 'roctx record: CPU-only' "$log" && grep -q '^stock_cuda_host: ok' "$log"; then
+  pass "$name: said, and ran"
+  summary_says "$name" "$log" '1 process, 18 ranges, 4 marks, 0 kernels'
+  xprof_check "$name" "$WORK/$name" --roctx-rows 4 --gpu-rows 0 --nest 'step 0>forward 0' --nest 'step 1>backward 1' \
+    --count 'step 0=2' --count 'forward 1=2' --mark 'done 0' --mark 'done 2'
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+# --platform none where rocprofiler-sdk is installed: CPU-only all the same, Python annotations.
+name=cpu-only-none
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" "$ROCTX" record --platform none -o "$WORK/$name" -- /usr/bin/python3 "$WORK/annotate.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'roctx record: CPU-only' "$log" && ! grep -q 'no GPU profiling stack' "$log" && grep -q "annotate.py: ok" "$log"; then
+  pass "$name: CPU-only although ROCm is installed"
+  xprof_check "$name" "$WORK/$name" --count 'py_step=3' --mark inside --gpu-rows 0
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+
+# ---- the progress line (issue 43): every second, what the processes captured so far ----
+cat >"$WORK/slow.py" <<'PYEOF'
+import time
+import roctx_utils
+end = time.time() + 2.5
+while time.time() < end:
+    with roctx_utils.annotate("tick"):
+        time.sleep(0.01)
+print("slow.py: ok")
+PYEOF
+before=$(ls -d "${TMPDIR:-/tmp}"/roctx-progress-* 2>/dev/null | wc -l)
+name=progress-always
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform none --progress always -o "$WORK/$name" -- /usr/bin/python3 "$WORK/slow.py" >"$log" 2>&1
+rc=$?
+after=$(ls -d "${TMPDIR:-/tmp}"/roctx-progress-* 2>/dev/null | wc -l)
+if [ $rc -eq 0 ] && grep -qE '^roctx record: 0:00:0[1-9], 1 process, [1-9][0-9]* ranges and marks, 0 GPU activities, 0 trace files$' "$log" &&
+  [ "$before" = "$after" ]; then
+  pass "$name: a line a second with the process's ranges so far, its directory removed"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc; progress directories $before before, $after after"
+fi
+name=progress-auto-not-a-terminal
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform none -o "$WORK/$name" -- /usr/bin/python3 "$WORK/slow.py" >"$log" 2>&1
+if [ $? -eq 0 ] && ! grep -q 'ranges and marks' "$log"; then
+  pass "$name: no progress line when stderr is a file"
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "a progress line in a log file"
+fi
+name=progress-terminal
+log=$WORK/$name.log
+if command -v script >/dev/null; then
+  "${CLEAN[@]}" script -qec "'$ROCTX' record --platform none -o '$WORK/$name' -- /usr/bin/python3 '$WORK/slow.py'" /dev/null >"$log" 2>&1
+  if grep -q $'\r\e\[Kroctx record: 0:00:0[1-9], 1 process' "$log" && grep -q 'roctx record: 1 process, [1-9][0-9]* ranges' "$log"; then
+    pass "$name: rewritten in place on a terminal, cleared before the summary"
+  else
+    sed 's/^/    /' "$log" | cat -v | head -n 20
+    fail "$name" "no line drawn in place"
+  fi
+else
+  echo "SKIP $name: no script(1) for a pseudo-terminal"
+fi
+
+# ---- the binary wheel, as a pip user gets it (issue 43) ----
+if [ -n "$WHEEL" ] && [ -f "$WHEEL" ]; then
+  venv=$WORK/wheel-venv
+  rm -rf "$venv"
+  log=$WORK/wheel-install.log
+  if /usr/bin/python3 -m venv "$venv" >"$log" 2>&1 && "$venv/bin/pip" install -q --no-index --no-deps "$WHEEL" >>"$log" 2>&1; then
+    pass "wheel: pip install $(basename "$WHEEL") into a fresh venv"
+  else
+    sed 's/^/    /' "$log"
+    fail "wheel: pip install" "$(basename "$WHEEL")"
+  fi
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+  found=$(cd "$WORK" && env -i PATH="$venv/bin:/usr/bin:/bin" sh -c 'command -v roctx')
+  if [ "$found" = "$venv/bin/roctx" ] && env -i PATH="$venv/bin:/usr/bin:/bin" roctx --version >"$WORK/wheel-version.log" 2>&1 &&
+    grep -q '^roctx ' "$WORK/wheel-version.log"; then
+    pass "wheel: roctx on PATH ($(cat "$WORK/wheel-version.log"))"
+  else
+    fail "wheel: roctx on PATH" "found '$found': $(cat "$WORK/wheel-version.log" 2>/dev/null)"
+  fi
+  if out=$("$venv/bin/python" -c 'import roctx_utils, roctx_utils._lib as l; print(roctx_utils.__file__); print(l._bundled())' 2>&1) &&
+    [ "$(echo "$out" | sed -n 1p)" = "$site/roctx_utils/__init__.py" ] && [ "$(echo "$out" | sed -n 2p)" = "$site/roctx_utils/_native/lib/libroctx_utils_nvtx.so" ]; then
+    pass "wheel: import roctx_utils, its library inside the package"
+  else
+    fail "wheel: import roctx_utils" "$out"
+  fi
+  # The tag: the one auditwheel (PyPI) reads from the ELF files' symbol versions.
+  tag=$(basename "$WHEEL" .whl | sed 's/.*-py3-none-//')
+  if "$venv/bin/pip" install -q auditwheel >"$WORK/auditwheel.log" 2>&1; then
+    "$venv/bin/auditwheel" show "$WHEEL" >"$WORK/auditwheel.log" 2>&1
+    if tr '\n' ' ' <"$WORK/auditwheel.log" | grep -qE "platform tag:? +\"$tag\""; then
+      pass "wheel: auditwheel show agrees on $tag"
+    else
+      sed 's/^/    /' "$WORK/auditwheel.log"
+      fail "wheel: auditwheel show" "not $tag"
+    fi
+  else
+    echo "SKIP wheel: auditwheel could not be installed from PyPI (offline): tag $tag unchecked"
+  fi
+  # A CPU-only recording of a plain Python script, through the installed roctx and its libraries.
+  name=wheel-record
+  log=$WORK/$name.log
+  (cd "$WORK" && "${CLEAN[@]}" PATH="$venv/bin:/usr/bin:/bin" roctx record -o "$WORK/$name" -- python "$WORK/annotate.py") >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "roctx record: CPU-only.*$site/roctx_utils/_native/lib/libroctx_utils_nvtx.so attached" "$log" &&
+    grep -q "annotate.py: ok $site/roctx_utils/__init__.py" "$log"; then
+    pass "$name: the wheel's roctx and libraries recorded the venv's Python"
+    xprof_check "$name" "$WORK/$name" --count 'py_step=3' --mark inside --gpu-rows 0
+  else
+    sed 's/^/    /' "$log"
+    fail "$name" "exit $rc"
+  fi
+else
+  fail "wheel" "no wheel given (scripts/release.sh builds it beside the tarball)"
+fi
 
 echo "record: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

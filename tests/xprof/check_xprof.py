@@ -459,7 +459,8 @@ def check_kernels(doc, args, check, roctx):
             if not any(d in e.get("args", {}) for d in details) or "correlation_id" not in e.get("args", {})]
     if bare:
         why.append("GPU events without kernel/memcpy/Memset details or correlation_id: %s" % bare[:5])
-    check("gpu-rows", rows and not why, "; ".join(why) or "no /device:GPU:<n> rows")
+    # --gpu-rows 0: a CPU-only trace, where no GPU row is the expectation.
+    check("gpu-rows", (rows or args.gpu_rows == 0) and not why, "; ".join(why) or "no /device:GPU:<n> rows")
     for spec in args.kernel:
         name, _, range_name = spec.partition("=")
         kernels = [e for r in rows for e in r.events if e.get("name") == name]

@@ -15,7 +15,9 @@ Search order (the first that exports the whole API wins):
    is not loaded yet: rocprofiler-sdk's own roctx (``librocprofiler-sdk-roctx``), as PyTorch's
    ``torch.cuda.nvtx`` is on ROCm. Its first call starts the SDK's tool discovery, which loads
    our tool; every range then reaches it through the SDK. Never our library by path: a second
-   copy beside the SDK's would write a second trace.
+   copy beside the SDK's would write a second trace;
+5. when none of the above names a library: the one the binary wheel carries
+   (``roctx_utils/_native/lib/libroctx_utils_nvtx.so``), ranges captured in-process.
 
 Nothing found, or a library without the API, gives one warning and leaves every annotation a
 no-op. Nothing here ever raises into the caller's code.
@@ -240,9 +242,22 @@ def find(environ=None):
         if lib:
             return lib, notes
     if not explicit and not injection and not tools:
+        bundled = _bundled()
+        if bundled:
+            lib = _try(bundled, RTLD_LAZY, "the library inside this package (the binary wheel)", notes)
+            if lib:
+                return lib, notes
         notes.append("no roctx_utils library is loaded in this process, and neither "
                      "ROCTX_UTILS_LIBRARY nor NVTX_INJECTION64_PATH names one")
     return None, notes
+
+
+def _bundled():
+    """The binary wheel's ``libroctx_utils_nvtx.so`` (``_native/lib``), or None (a pure-Python
+    install). Loaded by path only when nothing above named a library: never beside a
+    rocprofiler-sdk tool of ours, which would then be a second copy."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native", "lib", "libroctx_utils_nvtx.so")
+    return path if os.path.isfile(path) else None
 
 
 _lock = threading.Lock()

@@ -55,7 +55,7 @@ pub(crate) struct RecordArgs {
     #[arg(long)]
     pub(crate) no_kernels: bool,
     /// Which GPU stack to attach to (auto: ROCm where rocprofiler-sdk is installed, NVIDIA where
-    /// the CUDA driver is).
+    /// the CUDA driver is, CPU-only where neither is; none: CPU-only, no kernels).
     #[arg(long, value_enum, default_value_t = Platform::Auto)]
     pub(crate) platform: Platform,
     /// The run's name (its directory under plugins/profile/; default: ROCTX_UTILS_RUN_NAME, else
@@ -71,6 +71,10 @@ pub(crate) struct RecordArgs {
     /// as `nsys --wait`.
     #[arg(long, value_enum, default_value_t = Wait::Primary)]
     pub(crate) wait: Wait,
+    /// A progress line while the command runs (elapsed time, processes, ranges and marks, GPU
+    /// activities, trace files written so far): on a terminal (auto), or always, or never.
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    pub(crate) progress: Progress,
     /// The command and its arguments, after `--`.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<OsString>,
@@ -85,6 +89,17 @@ pub(crate) enum Wait {
     All,
 }
 
+/// `roctx record --progress`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Progress {
+    /// When stderr is a terminal: one line, rewritten in place every second.
+    Auto,
+    /// Always: on a terminal in place, elsewhere a new line every second (logs, tests).
+    Always,
+    /// Never.
+    Never,
+}
+
 /// `roctx record --platform`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Platform {
@@ -94,6 +109,9 @@ pub(crate) enum Platform {
     Rocm,
     /// NVIDIA CUDA: the NVTX injection library and CUPTI.
     Nvidia,
+    /// No GPU stack: NVTX ranges and Python annotations recorded in-process, no kernels (what
+    /// `auto` falls back to where neither stack is installed).
+    None,
 }
 
 /// `roctx inspect`.

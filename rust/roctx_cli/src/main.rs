@@ -55,6 +55,7 @@ mod merge;
 mod messages;
 mod output;
 mod platform;
+mod progress;
 mod record;
 mod roofline;
 mod stats;

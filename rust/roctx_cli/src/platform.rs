@@ -10,7 +10,9 @@
 //!   directories (Debian/Ubuntu, RHEL, WSL, NVIDIA's container toolkit), the loader's cache.
 //!
 //! When both are found, the device nodes decide (`/dev/kfd` is ROCm, `/dev/nvidiactl` NVIDIA); if
-//! they do not, `--platform` must.
+//! they do not, `--platform` must. When neither is found, the run is CPU-only (`--platform none`,
+//! as `nsys profile` records CPU-only on a machine without a GPU): NVTX ranges and Python
+//! annotations through the NVTX injection library, which needs no GPU, and no kernel tracing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,6 +40,8 @@ pub(crate) enum Found {
     Rocm(PathBuf),
     /// The CUDA driver (or, with `--platform nvidia`, nothing found): the NVTX injection.
     Nvidia(Option<PathBuf>),
+    /// No GPU stack: the NVTX injection with kernels off. `Some(why)`: `auto` found none (said).
+    CpuOnly(Option<String>),
 }
 
 /// The directories of `LD_LIBRARY_PATH`.
@@ -54,6 +58,7 @@ pub(crate) fn detect(requested: Platform, env: &LaunchEnv) -> Result<Found, Fail
                 .hint("set ROCM_PATH to your ROCm installation, or ROCTX_UTILS_ROCPROFILER_LIBRARY to librocprofiler-sdk.so.1")
         }),
         Platform::Nvidia => Ok(Found::Nvidia(find_cuda(env, &cache).ok())),
+        Platform::None => Ok(Found::CpuOnly(None)),
         Platform::Auto => {
             let sdk = find_sdk(env, &cache);
             let cuda = find_cuda(env, &cache);
@@ -70,12 +75,11 @@ pub(crate) fn detect(requested: Platform, env: &LaunchEnv) -> Result<Found, Fail
                     ))
                     .hint("pass --platform rocm or --platform nvidia")),
                 },
-                (Err(sdk), Err(cuda)) => Err(Failure::new(format!(
-                    "no GPU profiling stack found: neither rocprofiler-sdk (looked for {}) nor the CUDA driver (looked for {})",
+                (Err(sdk), Err(cuda)) => Ok(Found::CpuOnly(Some(format!(
+                    "no GPU profiling stack found (neither rocprofiler-sdk: {}; nor the CUDA driver: {}): recording CPU-only, NVTX ranges and Python annotations without kernels; set ROCM_PATH (ROCm) or LD_LIBRARY_PATH (NVIDIA), or pass --platform, to trace a GPU",
                     sdk.join(", "),
                     cuda.join(", ")
-                ))
-                .hint("set ROCM_PATH (ROCm) or LD_LIBRARY_PATH (NVIDIA), or pass --platform")),
+                )))),
             }
         }
     }

@@ -50,6 +50,7 @@ use crate::args::{RecordArgs, Wait};
 use crate::input;
 use crate::messages::{Failure, Status};
 use crate::platform::{self, Found};
+use crate::progress::Progress;
 
 /// A line on stderr, on one line whatever its paths, names and warnings hold
 /// ([`crate::messages::one_line`]).
@@ -87,15 +88,24 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
     };
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_ref().map(|r| r.path.as_path()), args.no_kernels)?;
+    let no_kernels = args.no_kernels || matches!(found, Found::CpuOnly(_));
+    environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_ref().map(|r| r.path.as_path()), no_kernels)?;
 
+    if let Found::CpuOnly(Some(why)) = &found {
+        say!("roctx record: {why}");
+    }
     let what = match &found {
         Found::Rocm(sdk) => format!("ROCm (rocprofiler-sdk {})", sdk.display()),
         Found::Nvidia(Some(cuda)) => format!("NVIDIA ({})", cuda.display()),
         Found::Nvidia(None) => "NVIDIA".to_owned(),
+        Found::CpuOnly(_) => "CPU-only (no GPU stack, no kernels)".to_owned(),
     };
     let run_dir = logdir.join("plugins/profile").join(&run_dir_name);
     say!("roctx record: {what}: {} attached; writing {}", library.display(), run_dir.display());
+    let progress = Progress::start(args.progress, &run_dir);
+    if let Some(p) = &progress {
+        command.env(roctx_config::PROGRESS_DIR, p.dir());
+    }
 
     // Before the spawn, so that no signal sent in between kills us instead of reaching the
     // command. A signal ignored now (nohup's SIGHUP) is left ignored: the command inherits that.
@@ -141,6 +151,9 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
     }
     handle.close();
     let _ = forwarder.join();
+    if let Some(p) = progress {
+        p.finish();
+    }
     let status = status?;
 
     let still_running = lifeline.held();
@@ -227,7 +240,7 @@ fn lib_dir(args: &RecordArgs) -> Result<PathBuf, Failure> {
 fn library(lib_dir: &Path, found: &Found) -> Result<PathBuf, Failure> {
     let name = match found {
         Found::Rocm(_) => TOOL_LIBRARY,
-        Found::Nvidia(_) => NVTX_LIBRARY,
+        Found::Nvidia(_) | Found::CpuOnly(_) => NVTX_LIBRARY,
     };
     let path = lib_dir.join(name);
     if path.is_file() {
@@ -316,7 +329,7 @@ fn environment(
                 command.env("ROCPROFILER_REGISTER_LIBRARY", sdk);
             }
         }
-        Found::Nvidia(_) => {
+        Found::Nvidia(_) | Found::CpuOnly(_) => {
             if let Some(other) = &env.nvtx_injection {
                 let same = fs::canonicalize(other).ok() == fs::canonicalize(library).ok();
                 if !same {

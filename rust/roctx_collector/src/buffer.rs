@@ -206,6 +206,11 @@ fn bump(counter: &AtomicU64) {
 }
 
 impl Shared {
+    /// Events this thread has published in `session` (0 for another session's).
+    pub(crate) fn published_in(&self, session: u32) -> u64 {
+        if self.session.load(Ordering::Acquire) == session { self.len.load(Ordering::Acquire) as u64 } else { 0 }
+    }
+
     pub(crate) fn exited(&self) -> bool {
         self.exited.load(Ordering::Acquire)
     }

@@ -10,7 +10,7 @@ and below every exporter, which only read the [`Snapshot`] it hands out.
   from one list that also says which counters are losses), [`Snapshot`].
 - The state machine: [`push`], [`pop`], [`mark`], [`range_start`], [`range_stop`], [`pause`],
   [`resume`], [`name_thread`], each for an explicit thread id and timestamp.
-- Sessions: [`start`], [`stop`], [`snapshot`].
+- Sessions: [`start`], [`stop`], [`snapshot`], [`recorded_so_far`].
 - [`sink::Sink`]: the small contract the emitter records through (tracing's
   instrumentation/subscriber split), and [`sink::IN_PROCESS`], the collector's own sink.
 
@@ -219,6 +219,17 @@ pub fn stop() -> Result<Snapshot, SessionError> {
     }
     ACTIVE.store(false, Ordering::Release);
     Ok(collect(&state, true))
+}
+
+/// Events (ranges and marks) the running session has recorded so far, without reading them:
+/// the threads' published lengths (one registry lock, one load per thread), for a progress
+/// count. 0 when no session runs.
+pub fn recorded_so_far() -> u64 {
+    if !ACTIVE.load(Ordering::Acquire) {
+        return 0;
+    }
+    let session = SESSION.load(Ordering::Acquire);
+    lock(&globals().registry).buffers.iter().map(|b| b.published_in(session)).sum()
 }
 
 /// What the running session has captured so far (or the last stopped one's events if none

@@ -511,3 +511,30 @@ fn snapshots_taken_while_a_thread_records_see_whole_events_only() {
     assert_eq!(s.events.len() as u64, PAIRS);
     assert_eq!(s.stats.dropped(), 0);
 }
+
+#[test]
+fn recorded_so_far_counts_this_sessions_events_without_reading_them() {
+    // Issue 43: `roctx record`'s progress line.
+    let _g = SERIAL.lock();
+    assert_eq!(recorded_so_far(), 0, "no session");
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        let tid = current_tid();
+        push(b"a", 10, tid);
+        pop(20, tid);
+        mark(b"m", 25, tid);
+        push(b"open", 30, tid); // not recorded until its pop
+    });
+    on_thread(|| {
+        let tid = current_tid();
+        push(b"b", 10, tid);
+        pop(20, tid);
+    });
+    assert_eq!(recorded_so_far(), 3);
+    let s = stop().unwrap();
+    assert_eq!(s.events.len(), 3, "the count is what the snapshot holds");
+    assert_eq!(recorded_so_far(), 0, "stopped");
+    start(opts(1000), CaptureMode::InProcess).unwrap();
+    assert_eq!(recorded_so_far(), 0, "an earlier session's events are not this one's");
+    stop().unwrap();
+}

@@ -153,6 +153,8 @@ pub const ROOFLINE_OUT: &str = "ROCTX_UTILS_ROOFLINE_OUT";
 pub const SIGNALS: &str = "ROCTX_UTILS_SIGNALS";
 /// `ROCTX_UTILS_FLUSH_EVERY`.
 pub const FLUSH_EVERY: &str = "ROCTX_UTILS_FLUSH_EVERY";
+/// `ROCTX_UTILS_PROGRESS_DIR`.
+pub const PROGRESS_DIR: &str = "ROCTX_UTILS_PROGRESS_DIR";
 /// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`.
 pub const MAX_EVENTS_PER_THREAD: &str = "ROCTX_UTILS_MAX_EVENTS_PER_THREAD";
 /// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`.
@@ -182,7 +184,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 42] = [
+pub const VARS: [Var; 43] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -422,6 +424,13 @@ pub const VARS: [Var; 42] = [
         meaning: "seconds (at least 1): with an output set, rewrite this process's XSpace and roofline report every so often while it runs, so a SIGKILL loses at most that window",
     },
     Var {
+        name: PROGRESS_DIR,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "set by `roctx record` on a terminal: a directory where each recording process rewrites, every second, one line of what it captured so far (events, kernels and copies), for the progress line (docs/record.md)",
+    },
+    Var {
         name: MAX_EVENTS_PER_THREAD,
         owner: Owner::RoctxUtils,
         when: When::FirstCall,
@@ -587,6 +596,8 @@ pub struct Config {
     pub signals: bool,
     /// `ROCTX_UTILS_FLUSH_EVERY`: the period of the rolling snapshot, if any.
     pub flush_every: Option<std::time::Duration>,
+    /// `ROCTX_UTILS_PROGRESS_DIR`: where this process writes its progress line, if anywhere.
+    pub progress_dir: Option<PathBuf>,
     /// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`: the automatic session's event cap per thread.
     pub max_events_per_thread: usize,
     /// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`: the automatic session's label bytes per thread.
@@ -770,6 +781,7 @@ impl Config {
             clock,
             signals,
             flush_every,
+            progress_dir: non_empty(PROGRESS_DIR).map(PathBuf::from),
             max_events_per_thread,
             max_label_bytes_per_thread,
             job,
@@ -941,6 +953,7 @@ mod tests {
                 clock: ClockRequest::Auto,
                 signals: true,
                 flush_every: None,
+                progress_dir: None,
                 max_events_per_thread: 1 << 20,
                 max_label_bytes_per_thread: 16 << 20,
                 job: JobIdentity::default(),

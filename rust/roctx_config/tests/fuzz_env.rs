@@ -322,6 +322,7 @@ fn check_config(raw: &OsStr, set: &[&str]) {
     assert_eq!(config.rocm_path, path(roctx_config::ROCM_PATH));
     assert_eq!(config.rocprofiler_library, path(roctx_config::ROCPROFILER_LIBRARY));
     assert_eq!(config.xspace_out.map(OsString::from), path(roctx_config::XSPACE_OUT));
+    assert_eq!(config.progress_dir.map(OsString::from), path(roctx_config::PROGRESS_DIR));
 
     // One warning per bad value, in variable order, each naming its variable.
     assert_eq!(warnings.len(), expected_warnings.len(), "{raw:?} for {set:?}: {warnings:#?}");

@@ -40,6 +40,7 @@ mod roctx;
 
 mod fork;
 pub mod roofline;
+pub mod progress;
 pub mod signals;
 pub mod xprof;
 pub mod tool_library;
@@ -101,6 +102,7 @@ fn start() -> &'static Runtime {
         auto_session(config, runtime.roctx_flavor()); // 4.
         roofline_at_exit(config);
         signals::start(config); // 5.
+        progress::start(config);
         runtime
     })
 }
