@@ -70,9 +70,10 @@ def symbol_versions(path):
 
 
 def platform_tag(elves):
-    glibc = max((version_tuple(v) for e in elves for v in symbol_versions(e)["GLIBC"]), default=(2, 17))
-    cxx = max((version_tuple(v) for e in elves for v in symbol_versions(e)["GLIBCXX"]), default=(3, 4))
-    abi = max((version_tuple(v) for e in elves for v in symbol_versions(e)["CXXABI"]), default=(1, 3))
+    needs = [symbol_versions(e) for e in elves]  # one objdump per file
+    glibc = max((version_tuple(v) for n in needs for v in n["GLIBC"]), default=(2, 17))
+    cxx = max((version_tuple(v) for n in needs for v in n["GLIBCXX"]), default=(3, 4))
+    abi = max((version_tuple(v) for n in needs for v in n["CXXABI"]), default=(1, 3))
     for minor in sorted(POLICIES):
         if minor < glibc[1]:
             continue

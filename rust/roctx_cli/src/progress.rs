@@ -57,7 +57,7 @@ impl Progress {
                         if stop.load(Ordering::Acquire) {
                             break;
                         }
-                        let text = render(started.elapsed(), &count(&dir), files(&run_dir));
+                        let text = render(started.elapsed(), &count(&dir), crate::record::xspaces(&run_dir).len());
                         let mut err = std::io::stderr().lock();
                         let _ = if tty { write!(err, "\r\x1b[K{text}") } else { writeln!(err, "{text}") };
                         let _ = err.flush();
@@ -114,10 +114,6 @@ pub(crate) fn count(dir: &Path) -> Counts {
         }
     }
     c
-}
-
-fn files(run_dir: &Path) -> usize {
-    fs::read_dir(run_dir).map(|d| d.filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().ends_with(".xplane.pb")).count()).unwrap_or(0)
 }
 
 /// The line: `roctx record: H:MM:SS, N processes, ...`.

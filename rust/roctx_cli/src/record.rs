@@ -535,7 +535,8 @@ fn this_runs(files: Vec<PathBuf>, started: SystemTime) -> (Vec<PathBuf>, usize) 
     (new, old.len())
 }
 
-fn xspaces(run_dir: &Path) -> Vec<PathBuf> {
+/// The run directory's trace files, sorted (also the progress line's count).
+pub(crate) fn xspaces(run_dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = fs::read_dir(run_dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".xplane.pb")).collect())
         .unwrap_or_default();

@@ -322,14 +322,16 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         // The same group every token: its geometry is remembered by the bytes of its nodes and
         // their wiring, and the invocation re-pointed through the thread's op log (no stage lock,
         // no descriptor built: issue 42).
+        // Ok(found) with the group's key left in the cache's `key`; Err: no key for this group.
         let cached = CACHE.try_with(|c| {
             let mut c = c.borrow_mut();
             let c = &mut *c;
             // SAFETY: the graph's nodes and their sources are valid for the call.
-            unsafe { group_key((node_idx..end).map(node), &mut c.key, &mut c.scratch) }?;
-            c.map.get(c.key.as_slice()).map(|r| r.0)
+            unsafe { group_key((node_idx..end).map(node), &mut c.key, &mut c.scratch) }.ok_or(())?;
+            Ok::<_, ()>(c.map.get(c.key.as_slice()).map(|r| r.0))
         });
-        if let Ok(Some(key)) = cached {
+        let keyed = matches!(cached, Ok(Ok(_)));
+        if let Ok(Ok(Some(key))) = cached {
             if roctx_kernels::fuse_invocation_at(invocation, key) {
                 return;
             }
@@ -339,18 +341,19 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         let Some(group) = (unsafe { describe_group(api, &nodes) }) else { return };
         let Some(key) = roctx_kernels::group_geometry(group) else { return };
         roctx_kernels::fuse_invocation_at(invocation, key);
-        let _ = CACHE.try_with(|c| {
-            let mut c = c.borrow_mut();
-            let c = &mut *c;
-            // SAFETY: as above.
-            if unsafe { group_key(nodes.iter().copied(), &mut c.key, &mut c.scratch) }.is_some() {
+        if keyed {
+            // The key computed above is still in `key` (describing the group does not touch the
+            // cache).
+            let _ = CACHE.try_with(|c| {
+                let mut c = c.borrow_mut();
+                let c = &mut *c;
                 if c.map.len() >= CACHE_LAYOUTS {
                     c.map.clear();
                     c.by_node.clear();
                 }
                 c.map.insert(c.key.as_slice().into(), (key, None));
-            }
-        });
+            });
+        }
     })
 }
 
