@@ -28,7 +28,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use string_interner::backend::BucketBackend;
@@ -76,8 +76,12 @@ pub(crate) struct Shared {
     len: AtomicUsize,
     /// Thread id of the session's events (the first recorded one's).
     tid: AtomicU64,
-    /// Ranges open on the owner's stack that will be recorded at their pop.
+    /// Ranges open on the owner's stack that will be recorded at their pop (stored with release
+    /// after their frame, while windows are configured).
     open_recording: AtomicU64,
+    /// Those ranges, innermost last, while windows are configured (allocated at the first):
+    /// start stamp, label id | depth << 32, push number, thread id. A window's end closes them.
+    open_frames: OnceLock<Box<[[AtomicU64; 4]; MAX_DEPTH]>>,
     stats: AtomicStats,
     chunks: Mutex<Vec<Arc<Chunk>>>,
     /// This session's labels, by id.
@@ -166,6 +170,7 @@ impl ThreadBuffer {
                 len: AtomicUsize::new(0),
                 tid: AtomicU64::new(0),
                 open_recording: AtomicU64::new(0),
+                open_frames: OnceLock::new(),
                 stats: AtomicStats::default(),
                 chunks: Mutex::new(Vec::new()),
                 labels: Mutex::new(Vec::new()),
@@ -195,6 +200,14 @@ impl ThreadBuffer {
 /// One slot's words, relaxed: the owner publishes them with the length it stores next.
 #[inline]
 fn store(cells: &[AtomicU64; WORDS], words: [u64; WORDS]) {
+    for (cell, word) in cells.iter().zip(words) {
+        cell.store(word, Ordering::Relaxed);
+    }
+}
+
+/// A published open frame's words, relaxed: the count stored next (release) publishes them.
+#[inline]
+fn store4(cells: &[AtomicU64; 4], words: [u64; 4]) {
     for (cell, word) in cells.iter().zip(words) {
         cell.store(word, Ordering::Relaxed);
     }
@@ -234,7 +247,7 @@ impl Shared {
     pub(crate) fn drain_into(
         &self,
         session: u32,
-        stopping: bool,
+        (stopping, close_at): (bool, Option<u64>),
         calibration: &roctx_sys::clock::Calibration,
         events: &mut Vec<Event>,
         interner: &mut StringInterner<BucketBackend>,
@@ -291,9 +304,62 @@ impl Shared {
         let mut own = self.stats.load();
         own.recorded = recorded;
         stats.add(&own);
+        let closed = match close_at {
+            Some(end_ns) => self.close_open(end_ns, &labels, &mut symbols, &mut clock, events, interner),
+            None => 0,
+        };
         if stopping {
-            stats.open_at_stop += self.open_recording.load(Ordering::Relaxed);
+            stats.open_at_stop += self.open_recording.load(Ordering::Relaxed).saturating_sub(closed);
         }
+    }
+
+    /// A window's end: this thread's open recorded ranges as events ending at `end_ns`, and a
+    /// mark there saying how many. Read after the length (so a range whose pop is in the
+    /// snapshot is not closed again: its owner lowered the open count before publishing the pop)
+    /// and read twice, so a frame its owner was rewriting is not taken half-old. Returns how
+    /// many were closed.
+    fn close_open(
+        &self,
+        end_ns: u64,
+        labels: &[Arc<[u8]>],
+        symbols: &mut [u32],
+        clock: &mut roctx_sys::clock::Converter<'_>,
+        events: &mut Vec<Event>,
+        interner: &mut StringInterner<BucketBackend>,
+    ) -> u64 {
+        let Some(frames) = self.open_frames.get() else { return 0 };
+        let read = || {
+            let n = (self.open_recording.load(Ordering::Acquire) as usize).min(MAX_DEPTH);
+            let words: Vec<[u64; 4]> = frames[..n].iter().map(|f| [0, 1, 2, 3].map(|w| f[w].load(Ordering::Relaxed))).collect();
+            words
+        };
+        let Some(open) = (0..3).find_map(|_| {
+            let first = read();
+            (read() == first).then_some(first)
+        }) else {
+            return 0; // still moving: left counted as open at stop
+        };
+        let mut closed = 0u64;
+        let mut tid = 0;
+        for [start, w1, seq, frame_tid] in open {
+            let id = (w1 as u32) as usize; // CAST: the low half is the label id
+            let Some(symbol) = symbols.get_mut(id) else { continue };
+            if *symbol == u32::MAX {
+                // CAST: symbols are u32-backed.
+                *symbol = string_interner::Symbol::to_usize(interner.get_or_intern(String::from_utf8_lossy(&labels[id]))) as u32;
+            }
+            tid = frame_tid;
+            // CAST: the depth bits; the push number's low half.
+            events.push(Event { kind: EventKind::Range, tid, end_tid: tid, start_ns: clock.to_ns(start), end_ns, label: *symbol, depth: (w1 >> 32) as u16, seq: seq as u32 });
+            closed += 1;
+        }
+        if closed > 0 {
+            let text = format!("{}: {closed} open range{} closed here", crate::window::CLOSED_MARK, if closed == 1 { "" } else { "s" });
+            // CAST: symbols are u32-backed.
+            let label = string_interner::Symbol::to_usize(interner.get_or_intern(text)) as u32;
+            events.push(Event { kind: EventKind::Mark, tid, end_tid: tid, start_ns: end_ns, end_ns, label, depth: 0, seq: 0 });
+        }
+        closed
     }
 }
 
@@ -333,7 +399,7 @@ impl Owner {
 
     /// Returns the range's push number (0 past [`MAX_DEPTH`]).
     #[inline]
-    pub(crate) fn push(&mut self, shared: &Shared, label: &[u8], ts: u64, ctx: &Ctx, paused: bool) -> u32 {
+    pub(crate) fn push(&mut self, shared: &Shared, label: &[u8], (ts, tid): (u64, u64), ctx: &Ctx, paused: bool, publish: bool) -> u32 {
         self.sync(shared, ctx);
         if self.stack.len() >= MAX_DEPTH {
             self.overflow += 1;
@@ -354,7 +420,10 @@ impl Owner {
             match self.store_label(shared, label) {
                 Some(label) => {
                     self.open_recording += 1;
-                    shared.open_recording.store(self.open_recording, Ordering::Relaxed);
+                    if publish {
+                        self.publish_open(shared, (ts, tid), label, seq);
+                    }
+                    shared.open_recording.store(self.open_recording, Ordering::Release);
                     Fate::Record { label }
                 }
                 None => Fate::LabelCapped,
@@ -364,14 +433,26 @@ impl Owner {
         seq
     }
 
-    /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
-    /// Returns the push number of the range now innermost (0: none).
+    /// The range just pushed, as the `open_recording`-th open frame (the store of the count
+    /// that follows publishes it).
     #[inline]
-    pub(crate) fn pop(&mut self, shared: &Shared, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) -> u32 {
+    fn publish_open(&self, shared: &Shared, (ts, tid): (u64, u64), label: u32, seq: u32) {
+        let frames = shared.open_frames.get_or_init(|| Box::new(std::array::from_fn(|_| Default::default())));
+        let depth = self.stack.len() as u64; // bounded by MAX_DEPTH
+        if let Some(frame) = frames.get(self.open_recording as usize - 1) {
+            store4(frame, [ts, u64::from(label) | depth << 32, u64::from(seq), tid]);
+        }
+    }
+
+    /// `opened_unseen`: the emitter of the pop knows a range was open (see `pop_of_open_range`).
+    /// Returns the push number of the range now innermost (0: none) and of the range popped
+    /// (0: none, or past the depth limit).
+    #[inline]
+    pub(crate) fn pop(&mut self, shared: &Shared, ts: u64, tid: u64, ctx: &Ctx, opened_unseen: bool) -> (u32, u32) {
         self.sync(shared, ctx);
         if self.overflow > 0 {
             self.overflow -= 1;
-            return self.innermost();
+            return (self.innermost(), 0);
         }
         let Some(frame) = self.stack.pop() else {
             if self.orphans > 0 {
@@ -382,7 +463,7 @@ impl Owner {
             } else if ctx.recording {
                 bump(&shared.stats.unmatched_pops);
             }
-            return 0;
+            return (0, 0);
         };
         match frame.fate {
             Fate::Record { label } => {
@@ -403,7 +484,7 @@ impl Owner {
                 }
             }
         }
-        self.innermost()
+        (self.innermost(), frame.seq)
     }
 
     #[inline]

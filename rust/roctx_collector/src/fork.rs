@@ -28,6 +28,8 @@ use crate::{globals, lock, ProcessRanges, Registry, SessionState, LOCAL};
 use crate::{ACTIVE, AFTER_THREAD_EXIT, PAUSED_ANY_THREAD, REJECTED, SESSION};
 
 struct Held {
+    /// First: a window opens and closes under it, then takes the session lock.
+    _windows: MutexGuard<'static, crate::window::State>,
     session: MutexGuard<'static, SessionState>,
     registry: MutexGuard<'static, Registry>,
     ranges: MutexGuard<'static, ProcessRanges>,
@@ -46,6 +48,7 @@ thread_local! {
 pub fn prepare() {
     let g = globals();
     let held = Held {
+        _windows: lock(&crate::window::STATE),
         session: lock(&g.session),
         registry: lock(&g.registry),
         ranges: lock(&g.process_ranges),

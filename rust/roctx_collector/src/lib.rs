@@ -10,7 +10,8 @@ and below every exporter, which only read the [`Snapshot`] it hands out.
   from one list that also says which counters are losses), [`Snapshot`].
 - The state machine: [`push`], [`pop`], [`mark`], [`range_start`], [`range_stop`], [`pause`],
   [`resume`], [`name_thread`], each for an explicit thread id and timestamp.
-- Sessions: [`start`], [`stop`], [`snapshot`], [`recorded_so_far`].
+- Sessions: [`start`], [`stop`], [`snapshot`], [`recorded_so_far`]; capture windows, sessions
+  that open and close at a range's push and pop or the profiler API's calls: [`window`].
 - [`sink::Sink`]: the small contract the emitter records through (tracing's
   instrumentation/subscriber split), and [`sink::IN_PROCESS`], the collector's own sink.
 
@@ -45,7 +46,9 @@ nanoseconds as given. A snapshot's events are always BOOTTIME nanoseconds.
   not recorded ([`Stats::dropped_empty_label`]).
 - **Ranges still open at [`stop`]** are dropped and counted ([`Stats::open_at_stop`]); a
   range open when its thread exits is dropped and counted in [`Stats::open_at_thread_exit`].
-  Closing them at the stop time would draw ranges that never ended where the trace says.
+  Closing them at the stop time would draw ranges that never ended where the trace says. A
+  capture [`window`]'s end is the exception the user asked for: there they end at the window's
+  end, with a mark that says so.
 - Over a cap, the newest event is dropped and counted; nothing already recorded is lost.
 - A label longer than [`MAX_LABEL_BYTES`] keeps its first bytes and is counted
   ([`Stats::truncated_labels`]).
@@ -70,6 +73,7 @@ mod buffer;
 pub mod fork;
 mod model;
 pub mod sink;
+pub mod window;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -218,7 +222,27 @@ pub fn stop() -> Result<Snapshot, SessionError> {
         return Err(SessionError::NotRunning);
     }
     ACTIVE.store(false, Ordering::Release);
-    Ok(collect(&state, true))
+    Ok(collect(&state, true, None))
+}
+
+/// [`stop`] for a capture window's end: the ranges still open (published by their threads
+/// while windows are configured) are recorded as ending now, with one mark per thread that had
+/// any ([`window::CLOSED_MARK`]); start/stop ranges still open end now too.
+pub(crate) fn stop_closing_open() -> Result<Snapshot, SessionError> {
+    let g = globals();
+    let state = lock(&g.session);
+    if !ACTIVE.load(Ordering::Acquire) {
+        return Err(SessionError::NotRunning);
+    }
+    ACTIVE.store(false, Ordering::Release);
+    Ok(collect(&state, true, Some(now_ns())))
+}
+
+/// Moves the running session's start back to `ns` if that is earlier (a capture window begins
+/// with the stamp of the push that opened it).
+pub(crate) fn backdate_start(ns: u64) {
+    let mut state = lock(&globals().session);
+    state.start_ns = state.start_ns.min(ns);
 }
 
 /// Events (ranges and marks) the running session has recorded so far, without reading them:
@@ -237,10 +261,11 @@ pub fn recorded_so_far() -> u64 {
 pub fn snapshot() -> Snapshot {
     let g = globals();
     let state = lock(&g.session);
-    collect(&state, false)
+    collect(&state, false, None)
 }
 
-fn collect(state: &SessionState, stopping: bool) -> Snapshot {
+/// The session's events; `close_at`: a window's end, where ranges still open are closed.
+fn collect(state: &SessionState, stopping: bool, close_at: Option<u64>) -> Snapshot {
     let g = globals();
     let session = SESSION.load(Ordering::Acquire);
     let mut interner = string_interner::StringInterner::<string_interner::backend::BucketBackend>::new();
@@ -251,12 +276,22 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
     {
         let reg = lock(&g.registry);
         for buffer in &reg.buffers {
-            buffer.drain_into(session, stopping, &calibration, &mut events, &mut interner, &mut stats);
+            buffer.drain_into(session, (stopping, close_at), &calibration, &mut events, &mut interner, &mut stats);
         }
     }
     {
         let ranges = lock(&g.process_ranges);
-        stats.process_ranges_open_at_stop = ranges.open.values().filter(|r| r.session == session).count() as u64;
+        let open = ranges.open.values().filter(|r| r.session == session);
+        match close_at {
+            None => stats.process_ranges_open_at_stop = open.count() as u64,
+            Some(end_ns) => {
+                let mut clock = calibration.converter();
+                for r in open {
+                    let label = string_interner::Symbol::to_usize(interner.get_or_intern(&*r.label)) as u32; // CAST: u32-backed symbols
+                    events.push(Event { kind: EventKind::ProcessRange, tid: r.tid, end_tid: r.tid, start_ns: clock.to_ns(r.start_ns), end_ns, label, depth: 0, seq: 0 });
+                }
+            }
+        }
     }
     stats.rejected_records += REJECTED.load(Ordering::Relaxed);
     stats.after_thread_exit += AFTER_THREAD_EXIT.load(Ordering::Relaxed);
@@ -270,7 +305,7 @@ fn collect(state: &SessionState, stopping: bool) -> Snapshot {
         mode: Some(mode()),
         session,
         start_ns: state.start_ns,
-        stop_ns: now_ns(),
+        stop_ns: close_at.unwrap_or_else(now_ns),
     }
 }
 
@@ -357,9 +392,18 @@ fn paused(tid: u64) -> bool {
 /// range's push number on this thread ([`Event::seq`]; 0 past the depth limit).
 #[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
+    let flags = window::flags();
+    // A waiting range trigger opens its window before its own push is recorded.
+    let opens = flags & window::WAITING != 0 && window::before_push(label, ts);
     let suppressed = paused(tid);
-    match with_buffer(|o, s, ctx| o.push(s, label, ts, ctx, suppressed)) {
-        Some(seq) => seq,
+    let publish = flags & window::PUBLISH != 0;
+    match with_buffer(|o, s, ctx| o.push(s, label, (ts, tid), ctx, suppressed, publish)) {
+        Some(seq) => {
+            if opens {
+                window::opened_by(tid, seq);
+            }
+            seq
+        }
         None => {
             if !suppressed {
                 count_after_thread_exit();
@@ -373,7 +417,17 @@ pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
 /// now innermost on the thread (0: none).
 #[inline]
 pub fn pop(ts: u64, tid: u64) -> u32 {
-    with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, false)).unwrap_or(0)
+    pop_and_watch(ts, tid, false)
+}
+
+#[inline]
+fn pop_and_watch(ts: u64, tid: u64, opened_unseen: bool) -> u32 {
+    let (innermost, popped) = with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, opened_unseen)).unwrap_or((0, 0));
+    // The window's trigger range closes it after its own pop is recorded.
+    if window::flags() & window::WATCHING != 0 {
+        window::after_pop(tid, popped);
+    }
+    innermost
 }
 
 /// `roctxRangePop()` that roctx itself says closed an open range (it returned a level >= 0),
@@ -382,7 +436,7 @@ pub fn pop(ts: u64, tid: u64) -> u32 {
 /// range begun outside the session, not an unmatched one.
 #[inline]
 pub fn pop_of_open_range(ts: u64, tid: u64) -> u32 {
-    with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, true)).unwrap_or(0)
+    pop_and_watch(ts, tid, true)
 }
 
 /// `roctxMarkA(label)` at `ts`.
@@ -471,6 +525,9 @@ pub fn name_thread(tid: u64, name: &[u8]) {
 
 /// `roctxProfilerPause(tid)`: 0 pauses the whole process.
 pub fn pause(tid: u64) {
+    if tid == 0 && window::api_pause() {
+        return; // the profiler API's windows: a pause of the process closes the window
+    }
     if tid == 0 {
         PAUSED_PROCESS.store(true, Ordering::Relaxed);
     } else {
@@ -484,6 +541,9 @@ pub fn pause(tid: u64) {
 
 /// `roctxProfilerResume(tid)`: 0 resumes the whole process (and every thread).
 pub fn resume(tid: u64) {
+    if tid == 0 && window::api_resume() {
+        return;
+    }
     let mut tids = lock(&globals().paused_tids);
     if tid == 0 {
         PAUSED_PROCESS.store(false, Ordering::Relaxed);

@@ -538,3 +538,139 @@ fn recorded_so_far_counts_this_sessions_events_without_reading_them() {
     assert_eq!(recorded_so_far(), 0, "an earlier session's events are not this one's");
     stop().unwrap();
 }
+
+mod windows {
+    use super::*;
+    use crate::window::{self, Change, CloseReason, Opener, Plan, RangeTrigger};
+
+    static CHANGES: std::sync::Mutex<Vec<Change>> = std::sync::Mutex::new(Vec::new());
+
+    fn observe(change: Change) {
+        CHANGES.lock().unwrap().push(change);
+    }
+
+    fn take() -> Vec<Change> {
+        std::mem::take(&mut *CHANGES.lock().unwrap())
+    }
+
+    fn plan(range: Option<(&str, Option<&str>)>, profiler_api: bool, max_windows: Option<u32>) -> Plan {
+        let range = range.map(|(name, domain)| RangeTrigger { name: name.as_bytes().into(), domain: domain.map(|d| d.as_bytes().into()) });
+        Plan { range, profiler_api, max_windows, options: opts(1000), mode: CaptureMode::InProcess }
+    }
+
+    /// The closed windows' labels, in order.
+    fn closed(changes: &[Change]) -> Vec<(u32, CloseReason, Vec<String>)> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Closed { window, why, snapshot } => Some((*window, *why, labels(snapshot))),
+                Change::Opened { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_trigger_matches_its_name_in_any_domain_or_in_the_one_named() {
+        let any = RangeTrigger { name: (*b"step").into(), domain: None };
+        let jax = RangeTrigger { name: (*b"step").into(), domain: Some((*b"jax").into()) };
+        for (label, a, j) in [("step", true, false), ("jax: step", true, true), ("torch: step", true, false), ("mystep", false, false), ("step 2", false, false), ("xjax: step", true, false)] {
+            assert_eq!((any.matches(label.as_bytes()), jax.matches(label.as_bytes())), (a, j), "{label}");
+        }
+    }
+
+    #[test]
+    fn a_range_opens_a_window_at_its_push_and_closes_it_at_its_pop() {
+        let _g = SERIAL.lock();
+        take();
+        window::configure(plan(Some(("step", None)), false, Some(2)), observe);
+        let (open_tx, open_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        // Another thread with a range open when the window ends, and one open across its start.
+        let other = std::thread::spawn(move || {
+            let tid = current_tid();
+            push(b"across_start", 1, tid);
+            open_rx.recv().unwrap();
+            push(b"open_at_end", 2, tid);
+            mark(b"inside", 3, tid);
+            done_tx.send(()).unwrap();
+            open_rx.recv().unwrap(); // held open until the window closed
+            pop(100, tid);
+            pop(101, tid);
+        });
+        let main_tid = on_thread(move || {
+            let tid = current_tid();
+            push(b"outer", 5, tid); // before the window: never recorded
+            mark(b"before", 6, tid);
+            assert!(!active());
+            push(b"jax: step", 10, tid);
+            assert!(active(), "the trigger's push opened the window");
+            push(b"inner", 11, tid);
+            pop(12, tid);
+            open_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+            pop(20, tid); // the trigger's pop: closes window 1
+            assert!(!active());
+            open_tx.send(()).unwrap();
+            mark(b"between", 21, tid);
+            push(b"step", 30, tid); // window 2
+            pop(31, tid);
+            push(b"step", 40, tid); // past repeat:2: no window
+            pop(41, tid);
+            pop(42, tid); // "outer"
+            tid
+        });
+        other.join().unwrap();
+        let changes = take();
+        window::reset();
+        let windows = closed(&changes);
+        assert_eq!(windows.len(), 2, "{changes:?}");
+        let (n, why, mut got) = windows[0].clone();
+        got.sort();
+        assert_eq!((n, why), (1, CloseReason::RangeEnded));
+        assert_eq!(got, ["capture window ended: 1 open range closed here", "inner", "inside", "jax: step", "open_at_end"]);
+        assert_eq!((windows[1].0, &windows[1].2[..]), (2, &["step".to_owned()][..]));
+        let Some(Change::Closed { snapshot, .. }) = changes.iter().find(|c| matches!(c, Change::Closed { window: 1, .. })) else { unreachable!() };
+        let step = snapshot.events.iter().find(|e| snapshot.label(e) == "jax: step").unwrap();
+        assert_eq!((step.tid, step.start_ns, step.end_ns), (main_tid, 10, 20));
+        let cut = snapshot.events.iter().find(|e| snapshot.label(e) == "open_at_end").unwrap();
+        assert_eq!((cut.start_ns, cut.end_ns, cut.kind), (2, snapshot.stop_ns, EventKind::Range));
+        assert_eq!(snapshot.stats.open_at_stop, 0, "closed, not lost");
+        assert!(snapshot.start_ns <= 10, "the window begins with its trigger: {}", snapshot.start_ns);
+        assert!(matches!(changes[0], Change::Opened { window: 1, by: Opener::Range }));
+    }
+
+    #[test]
+    fn the_profiler_api_opens_and_closes_windows_and_each_is_a_session() {
+        let _g = SERIAL.lock();
+        take();
+        window::configure(plan(None, true, None), observe);
+        on_thread(|| {
+            let tid = current_tid();
+            mark(b"before", 1, tid);
+            resume(0); // roctxProfilerResume(0)
+            push(b"first", 2, tid);
+            pop(3, tid);
+            pause(0);
+            mark(b"between", 4, tid);
+            assert!(window::open(Opener::Api)); // roctx_utils_capture_start
+            assert!(!window::open(Opener::Api), "one window at a time");
+            mark(b"second", 5, tid);
+            assert!(window::close(CloseReason::Api));
+            assert!(!window::close(CloseReason::Api));
+        });
+        let changes = take();
+        window::reset();
+        let windows = closed(&changes);
+        assert_eq!(windows, [(1, CloseReason::Api, vec!["first".to_owned()]), (2, CloseReason::Api, vec!["second".to_owned()])]);
+        let sessions: Vec<u32> = changes.iter().filter_map(|c| if let Change::Closed { snapshot, .. } = c { Some(snapshot.session) } else { None }).collect();
+        assert!(sessions[1] > sessions[0]);
+        // Without windows, pause and resume are pauses again.
+        start(opts(10), CaptureMode::InProcess).unwrap();
+        on_thread(|| {
+            pause(0);
+            mark(b"hidden", 1, current_tid());
+            resume(0);
+        });
+        assert_eq!(stop().unwrap().stats.paused, 1);
+    }
+}

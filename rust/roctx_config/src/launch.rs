@@ -26,6 +26,8 @@ pub struct LaunchEnv {
     pub python_hooks: Option<OsString>,
     /// `PYTHONPATH`: kept, behind the start-up hook.
     pub python_path: Option<OsString>,
+    /// `LD_PRELOAD`: kept, after ours (`--capture-range=profiler-api`).
+    pub ld_preload: Option<OsString>,
 }
 
 impl LaunchEnv {
@@ -36,6 +38,7 @@ impl LaunchEnv {
             rocprofiler_library: var(crate::ROCPROFILER_LIBRARY),
             rocm_path: var(crate::ROCM_PATH),
             ld_library_path: var("LD_LIBRARY_PATH"),
+            ld_preload: var("LD_PRELOAD"),
             tool_libraries: var(crate::ROCP_TOOL_LIBRARIES),
             register_library: var(crate::REGISTER_LIBRARY),
             nvtx_injection: var(crate::NVTX_INJECTION),

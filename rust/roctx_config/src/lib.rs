@@ -155,6 +155,14 @@ pub const SIGNALS: &str = "ROCTX_UTILS_SIGNALS";
 pub const FLUSH_EVERY: &str = "ROCTX_UTILS_FLUSH_EVERY";
 /// `ROCTX_UTILS_PROGRESS_DIR`.
 pub const PROGRESS_DIR: &str = "ROCTX_UTILS_PROGRESS_DIR";
+/// `ROCTX_UTILS_CAPTURE_RANGE`.
+pub const CAPTURE_RANGE: &str = "ROCTX_UTILS_CAPTURE_RANGE";
+/// `ROCTX_UTILS_CAPTURE_RANGE_END`.
+pub const CAPTURE_RANGE_END: &str = "ROCTX_UTILS_CAPTURE_RANGE_END";
+/// `ROCTX_UTILS_CAPTURE_DELAY`.
+pub const CAPTURE_DELAY: &str = "ROCTX_UTILS_CAPTURE_DELAY";
+/// `ROCTX_UTILS_CAPTURE_DURATION`.
+pub const CAPTURE_DURATION: &str = "ROCTX_UTILS_CAPTURE_DURATION";
 /// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`.
 pub const MAX_EVENTS_PER_THREAD: &str = "ROCTX_UTILS_MAX_EVENTS_PER_THREAD";
 /// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`.
@@ -184,7 +192,7 @@ pub const REGISTER_ENABLED: &str = "ROCPROFILER_REGISTER_ENABLED";
 pub const DEFAULT_STRING_POOL_BYTES: usize = 64 << 20;
 
 /// Every environment variable roctx_utils reads, in the README's order.
-pub const VARS: [Var; 43] = [
+pub const VARS: [Var; 47] = [
     Var {
         name: ENABLE_ROCTX,
         owner: Owner::Xla,
@@ -431,6 +439,34 @@ pub const VARS: [Var; 43] = [
         meaning: "set by `roctx record` on a terminal: a directory where each recording process rewrites, every second, one line of what it captured so far (events, kernels and copies), for the progress line (docs/record.md)",
     },
     Var {
+        name: CAPTURE_RANGE,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "with an output set, record only inside capture windows (`roctx record --capture-range`): `range:NAME` from the first push of a range labelled NAME (any domain; `NAME@DOMAIN` for one NVTX domain) to its pop, `profiler-api` between `cudaProfilerStart`/`hipProfilerStart`/`roctxProfilerResume(0)`/`roctx_utils_capture_start` and the matching stop; outside a window nothing is recorded and kernels are not traced; each window is written as its own trace (docs/record.md)",
+    },
+    Var {
+        name: CAPTURE_RANGE_END,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "stop",
+        meaning: "after a capture window closes: `stop` (no more windows), `repeat` (wait for the next trigger), `repeat:N` (at most N windows)",
+    },
+    Var {
+        name: CAPTURE_DELAY,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "0",
+        meaning: "seconds after start-up before recording starts (`--delay`; with a capture range, triggers before then are ignored)",
+    },
+    Var {
+        name: CAPTURE_DURATION,
+        owner: Owner::RoctxUtils,
+        when: When::FirstCall,
+        default: "none",
+        meaning: "seconds a capture window lasts at most (`--duration`; without a capture range, one window from the delay on)",
+    },
+    Var {
         name: MAX_EVENTS_PER_THREAD,
         owner: Owner::RoctxUtils,
         when: When::FirstCall,
@@ -535,6 +571,157 @@ pub enum MoeAccounting {
     Exact,
 }
 
+/// When the automatic session records: the capture windows of `ROCTX_UTILS_CAPTURE_RANGE`,
+/// `ROCTX_UTILS_CAPTURE_RANGE_END`, `ROCTX_UTILS_CAPTURE_DELAY` and `ROCTX_UTILS_CAPTURE_DURATION`
+/// (nsys's `--capture-range`, `--capture-range-end`, `--delay`, `--duration`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Window {
+    /// What opens and closes a window.
+    pub range: CaptureRange,
+    /// What happens after a window closes.
+    pub end: RangeEnd,
+    /// Nothing is recorded (and no trigger is honoured) before this long after start-up.
+    pub delay: std::time::Duration,
+    /// A window closes at most this long after it opened.
+    pub duration: Option<std::time::Duration>,
+}
+
+/// What opens and closes a capture window.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CaptureRange {
+    /// Nothing: the window is the whole run (after the delay, for the duration).
+    #[default]
+    None,
+    /// From the first push of a range labelled `name` to its pop. `domain`: only ranges of that
+    /// NVTX domain (their label is `<domain>: <name>`); `None`: any domain.
+    Range {
+        /// The range's message.
+        name: String,
+        /// Its NVTX domain, if one was named.
+        domain: Option<String>,
+    },
+    /// `cudaProfilerStart`/`Stop`, `hipProfilerStart`/`Stop`, `roctxProfilerResume`/`Pause`
+    /// (thread 0), `roctx_utils_capture_start`/`stop`.
+    ProfilerApi,
+}
+
+/// After a capture window closes (`ROCTX_UTILS_CAPTURE_RANGE_END`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RangeEnd {
+    /// No more windows.
+    #[default]
+    Stop,
+    /// Another window at the next trigger; at most `Some(n)` windows in all.
+    Repeat(Option<u32>),
+}
+
+/// Longest range name a capture range may name (a label's own cut).
+pub const MAX_CAPTURE_RANGE_NAME: usize = 4096;
+/// Longest delay or duration accepted: about 11.6 days.
+pub const MAX_WINDOW_SECONDS: f64 = 1_000_000.0;
+
+impl Window {
+    /// Whether recording covers the whole run (no window configured).
+    pub fn whole_run(&self) -> bool {
+        self.range == CaptureRange::None && self.delay.is_zero() && self.duration.is_none()
+    }
+
+    /// How many windows may open: 1 for `stop`, `n` for `repeat:n`, `None` for unbounded.
+    pub fn max_windows(&self) -> Option<u32> {
+        match self.end {
+            RangeEnd::Stop => Some(1),
+            RangeEnd::Repeat(n) => n,
+        }
+    }
+
+    fn from_lookup(lookup: &dyn Fn(&str) -> Option<OsString>, warnings: &mut Vec<String>) -> Window {
+        let range = match lookup(CAPTURE_RANGE) {
+            None => CaptureRange::None,
+            Some(raw) => raw.to_str().and_then(CaptureRange::parse).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "{CAPTURE_RANGE}={:?} is not one of none, profiler-api, range:NAME, range:NAME@DOMAIN; recording the whole run",
+                    Shown(&raw)
+                ));
+                CaptureRange::None
+            }),
+        };
+        let end = match lookup(CAPTURE_RANGE_END) {
+            None => RangeEnd::Stop,
+            Some(raw) => raw.to_str().and_then(RangeEnd::parse).unwrap_or_else(|| {
+                warnings.push(format!("{CAPTURE_RANGE_END}={:?} is not one of stop, repeat, repeat:N (N from 1); using stop", Shown(&raw)));
+                RangeEnd::Stop
+            }),
+        };
+        let delay = match lookup(CAPTURE_DELAY) {
+            None => std::time::Duration::ZERO,
+            Some(raw) => match raw.to_str().and_then(|t| parse_seconds(t, true)) {
+                Some(d) => d.unwrap_or_default(),
+                None => {
+                    warnings.push(format!("{CAPTURE_DELAY}={:?} is not a number of seconds from 0 to 1000000; no delay", Shown(&raw)));
+                    std::time::Duration::ZERO
+                }
+            },
+        };
+        let duration = match lookup(CAPTURE_DURATION) {
+            None => None,
+            Some(raw) => raw.to_str().and_then(|t| parse_seconds(t, false)).unwrap_or_else(|| {
+                warnings.push(format!("{CAPTURE_DURATION}={:?} is not a number of seconds above 0 and up to 1000000; no time limit", Shown(&raw)));
+                None
+            }),
+        };
+        Window { range, end, delay, duration }
+    }
+}
+
+/// Seconds, surrounding blanks ignored: `""`, `"off"` and (unless `zero_ok`) `"0"` are
+/// `Some(None)` (unset); a finite number in range is `Some(Some(d))`; anything else `None`.
+fn parse_seconds(text: &str, zero_ok: bool) -> Option<Option<std::time::Duration>> {
+    let text = text.trim();
+    if text.is_empty() || text.eq_ignore_ascii_case("off") {
+        return Some(None);
+    }
+    let secs = text.parse::<f64>().ok().filter(|s| s.is_finite() && (0.0..=MAX_WINDOW_SECONDS).contains(s))?;
+    if secs == 0.0 {
+        return if zero_ok { Some(Some(std::time::Duration::ZERO)) } else { Some(None) };
+    }
+    Some(Some(std::time::Duration::from_secs_f64(secs)))
+}
+
+impl CaptureRange {
+    /// `none`, `profiler-api` (also nsys's `cudaProfilerApi` and `hipProfilerApi`), or
+    /// `range:NAME[@DOMAIN]` (also nsys's `nvtx:`): the kind ASCII case-insensitive, blanks
+    /// around it ignored; NAME exact, non-empty, at most [`MAX_CAPTURE_RANGE_NAME`] bytes.
+    /// `NAME@DOMAIN` splits at the last `@`; `NAME@*` is any domain.
+    pub fn parse(raw: &str) -> Option<CaptureRange> {
+        let text = raw.trim_start();
+        let lower = text.to_ascii_lowercase();
+        match lower.trim_end() {
+            "" | "none" => return Some(CaptureRange::None),
+            "profiler-api" | "profilerapi" | "cudaprofilerapi" | "hipprofilerapi" => return Some(CaptureRange::ProfilerApi),
+            _ => {}
+        }
+        let spec = ["range:", "nvtx:", "roctx:"].iter().find_map(|p| lower.starts_with(p).then(|| &text[p.len()..]))?;
+        let (name, domain) = match spec.rsplit_once('@') {
+            Some((name, "*")) => (name, None),
+            Some((name, domain)) if !domain.is_empty() => (name, Some(domain.to_owned())),
+            _ => (spec, None),
+        };
+        (!name.is_empty() && name.len() <= MAX_CAPTURE_RANGE_NAME).then(|| CaptureRange::Range { name: name.to_owned(), domain })
+    }
+}
+
+impl RangeEnd {
+    /// `stop`, `repeat` or `repeat:N` (N from 1), ASCII case-insensitive, blanks ignored.
+    pub fn parse(raw: &str) -> Option<RangeEnd> {
+        let text = raw.trim().to_ascii_lowercase();
+        match text.as_str() {
+            "" | "stop" => Some(RangeEnd::Stop),
+            "repeat" => Some(RangeEnd::Repeat(None)),
+            _ => text.strip_prefix("repeat:").and_then(|n| n.parse::<u32>().ok()).filter(|&n| n > 0).map(|n| RangeEnd::Repeat(Some(n))),
+        }
+    }
+}
+
 /// The in-process capture clock (`ROCTX_UTILS_CLOCK`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockRequest {
@@ -598,6 +785,9 @@ pub struct Config {
     pub flush_every: Option<std::time::Duration>,
     /// `ROCTX_UTILS_PROGRESS_DIR`: where this process writes its progress line, if anywhere.
     pub progress_dir: Option<PathBuf>,
+    /// `ROCTX_UTILS_CAPTURE_RANGE`, `_RANGE_END`, `_DELAY`, `_DURATION`: when the automatic
+    /// session records.
+    pub window: Window,
     /// `ROCTX_UTILS_MAX_EVENTS_PER_THREAD`: the automatic session's event cap per thread.
     pub max_events_per_thread: usize,
     /// `ROCTX_UTILS_MAX_LABEL_BYTES_PER_THREAD`: the automatic session's label bytes per thread.
@@ -759,6 +949,7 @@ impl Config {
             },
         };
 
+        let window = Window::from_lookup(lookup, &mut warnings);
         let job = JobIdentity::from_lookup(lookup, &mut warnings);
 
         let config = Config {
@@ -782,6 +973,7 @@ impl Config {
             signals,
             flush_every,
             progress_dir: non_empty(PROGRESS_DIR).map(PathBuf::from),
+            window,
             max_events_per_thread,
             max_label_bytes_per_thread,
             job,
@@ -954,6 +1146,7 @@ mod tests {
                 signals: true,
                 flush_every: None,
                 progress_dir: None,
+                window: Window::default(),
                 max_events_per_thread: 1 << 20,
                 max_label_bytes_per_thread: 16 << 20,
                 job: JobIdentity::default(),
@@ -1065,6 +1258,41 @@ mod tests {
         }
         let r = RegisterEnv::from_lookup(&|name: &str| (name == REGISTER_ENABLED).then(|| OsString::from("2")));
         assert!(!r.disabled);
+    }
+
+    #[test]
+    fn capture_windows_parse_nsys_words_and_fall_back_to_the_whole_run() {
+        use std::time::Duration;
+        let (c, w) = Config::from_lookup(&env(&[]));
+        assert!(c.window.whole_run() && w.is_empty());
+        let (c, w) = Config::from_lookup(&env(&[
+            (CAPTURE_RANGE, "range:train_step@jax"),
+            (CAPTURE_RANGE_END, "Repeat:3"),
+            (CAPTURE_DELAY, " 1.5 "),
+            (CAPTURE_DURATION, "2"),
+        ]));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.window.range, CaptureRange::Range { name: "train_step".into(), domain: Some("jax".into()) });
+        assert_eq!((c.window.end, c.window.max_windows()), (RangeEnd::Repeat(Some(3)), Some(3)));
+        assert_eq!((c.window.delay, c.window.duration), (Duration::from_millis(1500), Some(Duration::from_secs(2))));
+        assert_eq!(CaptureRange::parse("NVTX:a@b@*"), Some(CaptureRange::Range { name: "a@b".into(), domain: None }));
+        assert_eq!(CaptureRange::parse("range:step 7"), Some(CaptureRange::Range { name: "step 7".into(), domain: None }));
+        assert_eq!(CaptureRange::parse(" cudaProfilerApi "), Some(CaptureRange::ProfilerApi));
+        assert_eq!(RangeEnd::parse("repeat"), Some(RangeEnd::Repeat(None)));
+        for bad in ["range:", "range:@d", "ranges", "nvtx", &format!("range:{}", "x".repeat(MAX_CAPTURE_RANGE_NAME + 1))] {
+            assert_eq!(CaptureRange::parse(bad), None, "{bad}");
+        }
+        for bad in ["repeat:0", "repeat:-1", "again", "repeat:x"] {
+            assert_eq!(RangeEnd::parse(bad), None, "{bad}");
+        }
+        // Bad values warn once each and lose nothing: the whole run, no delay, no limit.
+        let (c, w) = Config::from_lookup(&env(&[(CAPTURE_RANGE, "step"), (CAPTURE_RANGE_END, "later"), (CAPTURE_DELAY, "-1"), (CAPTURE_DURATION, "inf")]));
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(c.window.whole_run());
+        assert_eq!(c.window.end, RangeEnd::Stop);
+        // A zero duration or "off" is no limit; a zero delay is none.
+        let (c, w) = Config::from_lookup(&env(&[(CAPTURE_DURATION, "0"), (CAPTURE_DELAY, "0")]));
+        assert!(w.is_empty() && c.window.whole_run());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use roctx_config::grammar::{parse_bool, parse_bool_register, parse_bool_tsl, parse_bytes};
-use roctx_config::{CaptureRequest, ClockRequest, Config, CuptiApi, LogLevel, MoeAccounting, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
+use roctx_config::{CaptureRange, RangeEnd, CaptureRequest, ClockRequest, Config, CuptiApi, LogLevel, MoeAccounting, RegisterEnv, When, DEFAULT_STRING_POOL_BYTES, VARS};
 
 #[path = "../../fuzz/mutate.rs"]
 mod mutate;
@@ -279,6 +279,72 @@ fn check_config(raw: &OsStr, set: &[&str]) {
         MoeAccounting::Analytic
     };
     assert_eq!(config.moe_accounting, moe, "{}={raw:?}", roctx_config::GGML_ROOFLINE_MOE);
+
+    // Capture windows (docs: README's table): the range kind case-insensitive, the name exact;
+    // end stop/repeat/repeat:N; delay 0..=1e6 s; duration above 0 up to 1e6 s (0/off: none).
+    let range = if has(roctx_config::CAPTURE_RANGE) {
+        text.and_then(|t| {
+            let t = t.trim_start();
+            let lower = t.to_ascii_lowercase();
+            if ["", "none"].contains(&lower.trim_end()) {
+                return Some(CaptureRange::None);
+            }
+            if ["profiler-api", "profilerapi", "cudaprofilerapi", "hipprofilerapi"].contains(&lower.trim_end()) {
+                return Some(CaptureRange::ProfilerApi);
+            }
+            let spec = ["range:", "nvtx:", "roctx:"].iter().find(|p| lower.starts_with(*p)).map(|p| &t[p.len()..])?;
+            let (name, domain) = match spec.rfind('@') {
+                Some(at) if &spec[at + 1..] == "*" => (&spec[..at], None),
+                Some(at) if at + 1 < spec.len() => (&spec[..at], Some(spec[at + 1..].to_owned())),
+                _ => (spec, None),
+            };
+            (!name.is_empty() && name.len() <= 4096).then(|| CaptureRange::Range { name: name.to_owned(), domain })
+        })
+        .unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::CAPTURE_RANGE);
+            CaptureRange::None
+        })
+    } else {
+        CaptureRange::None
+    };
+    assert_eq!(config.window.range, range, "{}={raw:?}", roctx_config::CAPTURE_RANGE);
+    let end = if has(roctx_config::CAPTURE_RANGE_END) {
+        text.and_then(|t| match t.trim().to_ascii_lowercase().as_str() {
+            "" | "stop" => Some(RangeEnd::Stop),
+            "repeat" => Some(RangeEnd::Repeat(None)),
+            other => other.strip_prefix("repeat:").and_then(|n| n.parse::<u32>().ok()).filter(|&n| n >= 1).map(|n| RangeEnd::Repeat(Some(n))),
+        })
+        .unwrap_or_else(|| {
+            expected_warnings.push(roctx_config::CAPTURE_RANGE_END);
+            RangeEnd::Stop
+        })
+    } else {
+        RangeEnd::Stop
+    };
+    assert_eq!(config.window.end, end, "{}={raw:?}", roctx_config::CAPTURE_RANGE_END);
+    let seconds = |t: &str| -> Option<f64> {
+        let t = t.trim();
+        if t.is_empty() || t.eq_ignore_ascii_case("off") {
+            return Some(0.0);
+        }
+        t.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0 && *s <= 1e6)
+    };
+    for (name, got) in [(roctx_config::CAPTURE_DELAY, Some(config.window.delay)), (roctx_config::CAPTURE_DURATION, config.window.duration)] {
+        let want = if has(name) {
+            match text.and_then(seconds) {
+                Some(s) if s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+                Some(_) => None,
+                None => {
+                    expected_warnings.push(name);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let got = got.filter(|d| !d.is_zero());
+        assert_eq!(got, want, "{name}={raw:?}");
+    }
 
     // The job identity: the first usable run name and rank win; each unusable one before them
     // warns (every listed variable holds the same raw value here).
