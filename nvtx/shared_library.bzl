@@ -16,7 +16,8 @@ def roctx_shared_library(name, exports, srcs = [], undefined = []):
     """
     cc_binary(
         name = name,
-        srcs = srcs,
+        # The profiler API's start/stop, for capture windows when the library is preloaded.
+        srcs = srcs + ["//nvtx:profiler_api.c"],
         additional_linker_inputs = [
             exports,
             "//nvtx:c_api_symbols",

@@ -23,3 +23,10 @@ per_pair "RangePush+RangePop, fake roctx, AnnotationStack off" ours XLA_ROCM_ENA
 per_pair "RangePush+RangePop, no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 per_pair "RangePush+RangePop, in-process capture, no roctx" capture XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 per_pair "roctx_utils_mark, in-process capture, no roctx (per mark)" mark XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
+# Capture windows (issue 43): armed, and no window open: the in-process sink installed, the
+# collector's session stopped (a range trigger compares each label's length and tail; the profiler
+# API's windows compare nothing).
+WINDOW_OUT=$(mktemp -d)
+trap 'rm -rf "$WINDOW_OUT"' EXIT
+per_pair "RangePush+RangePop, outside a capture window (range:NAME waiting), no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent ROCTX_UTILS_XSPACE_OUT="$WINDOW_OUT" ROCTX_UTILS_CAPTURE_RANGE=range:never_pushed ROCTX_UTILS_KERNELS=0
+per_pair "RangePush+RangePop, outside a capture window (profiler-api), no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent ROCTX_UTILS_XSPACE_OUT="$WINDOW_OUT" ROCTX_UTILS_CAPTURE_RANGE=profiler-api ROCTX_UTILS_KERNELS=0

@@ -713,13 +713,13 @@ run_nvtx_real() {
     record "nvtx: real client" 0 1 "bazel build of the injection library failed"
     return
   fi
-  # The exported surface (nvtx/exports.lds): the injection entry point, the C API and llama.cpp's
-  # five hooks, nothing else. A hook missing here breaks the ggml-cuda link on CUDA; anything
+  # The exported surface (nvtx/exports.lds): the injection entry point, the C API, llama.cpp's
+  # five hooks and the profiler API's start/stop (nvtx/profiler_api.c), nothing else. A hook missing here breaks the ggml-cuda link on CUDA; anything
   # extra (a Rust or C++ symbol) could interpose on the host's.
   local syms hooks extra
   syms=$(nm -D --defined-only "$ROOT/bazel-bin/nvtx/libroctx_utils_nvtx.so" | awk '$2 ~ /^[TDBVW]$/ {print $3}' | sort -u)
   hooks=$(grep -cE '^ggml_cuda_roofline_(init|set_device|reset|begin_op|fuse_ops)$' <<<"$syms")
-  extra=$(grep -vE '^(InitializeInjectionNvtx2|roctx_utils_[a-z0-9_]+|ggml_cuda_roofline_[a-z_]+)$' <<<"$syms" | tr '\n' ' ')
+  extra=$(grep -vE '^(InitializeInjectionNvtx2|roctx_utils_[a-z0-9_]+|ggml_cuda_roofline_[a-z_]+|(cuda|hip)Profiler(Start|Stop))$' <<<"$syms" | tr '\n' ' ')
   if [ "$hooks" = 5 ] && grep -qx InitializeInjectionNvtx2 <<<"$syms" && [ -z "$extra" ]; then
     record "nvtx: exports" 1 0
   else

@@ -166,6 +166,17 @@ int roctx_utils_session_stop(roctx_utils_snapshot** out);
  * a thread holding a lock the write needs, it returns PENDING after the wait). */
 int roctx_utils_flush(void);
 
+/* Capture windows (ROCTX_UTILS_CAPTURE_RANGE=profiler-api; `roctx record --capture-range=profiler-api`,
+ * docs/record.md): the automatic session records only between a start and the next stop, each
+ * window written as a session of its own. cudaProfilerStart/Stop, hipProfilerStart/Stop (where the
+ * library is preloaded, as roctx record does) and roctxProfilerResume/Pause(0) (rocprofiler-sdk)
+ * do the same. start: OK when a window opened; ALREADY_RUNNING when one is open; NOT_RUNNING when
+ * the profiler API's windows are not configured (no output, another capture range, the delay not
+ * over, or no more windows allowed by ROCTX_UTILS_CAPTURE_RANGE_END). stop: OK when a window
+ * closed (its ranges still open end here, with a mark); NOT_RUNNING when none was open. */
+int roctx_utils_capture_start(void);
+int roctx_utils_capture_stop(void);
+
 /* What the running session captured so far, without stopping it. */
 roctx_utils_snapshot* roctx_utils_session_snapshot(void);
 

@@ -309,6 +309,30 @@ class Annotate(unittest.TestCase):
         self.assertEqual(labels[3], "42")
 
 
+class CaptureWindows(unittest.TestCase):
+    # Without ROCTX_UTILS_CAPTURE_RANGE=profiler-api (and an output) there is no window to open:
+    # start() and stop() say so, the context manager and decorator still run their body, and an
+    # explicit session records as before. The windows themselves: tests/record/check_record.sh.
+    def test_no_window_without_the_profiler_api_configured(self):
+        self.assertFalse(roctx_utils.start())
+        self.assertFalse(roctx_utils.stop())
+        ran = []
+
+        @roctx_utils.capture()
+        def body():
+            ran.append(1)
+            return 5
+
+        with Session() as s:
+            with roctx_utils.capture() as c:
+                self.assertFalse(c.opened)
+                with roctx_utils.annotate("inside"):
+                    pass
+            self.assertEqual(body(), 5)
+        self.assertEqual(ran, [1])
+        self.assertEqual(s.ranges(), [("inside", 0)])
+
+
 class Bootstrap(unittest.TestCase):
     """`roctx record`'s start-up hook (python/bootstrap/sitecustomize.py) runs the environment's
     own sitecustomize after it, found as Python finds one: a module or a package (issue 40)."""

@@ -76,10 +76,10 @@ for f in bin/roctx lib/libroctx_utils_tool.so lib/libroctx_utils_nvtx.so include
 done
 if [ ${#missing[@]} -eq 0 ]; then pass "tarball layout"; else fail "tarball layout" "missing ${missing[*]}"; fi
 syms=$(nm -D --defined-only "$PREFIX/lib/libroctx_utils_tool.so" | awk '$2 ~ /^[TDBVWiu]$/ {print $3}' | sort -u)
-extra=$(grep -vE '^(rocprofiler_configure|roctx_utils_[a-z0-9_]+)$' <<<"$syms" | tr '\n' ' ')
+extra=$(grep -vE '^(rocprofiler_configure|roctx_utils_[a-z0-9_]+|(cuda|hip)Profiler(Start|Stop))$' <<<"$syms" | tr '\n' ' ')
 if grep -qx rocprofiler_configure <<<"$syms" && grep -qx roctx_utils_range_push <<<"$syms" && [ -z "$extra" ] &&
   ! grep -q '^ggml_cuda_roofline' <<<"$syms"; then
-  pass "tool library exports rocprofiler_configure and the C API only"
+  pass "tool library exports rocprofiler_configure, the C API and the profiler API's start/stop only"
 else
   fail "tool library exports" "unexpected: ${extra:-none}; rocprofiler_configure $(grep -cx rocprofiler_configure <<<"$syms")"
 fi
@@ -377,6 +377,187 @@ else
   sed 's/^/    /' "$log"
   fail "$name" "exit $rc"
 fi
+
+# ---- capture windows (issue 43): only what a window bounds is recorded, each window a run of
+# its own (<run>-window<N>), checked by the ranges XProf reads in each ----
+# window_check NAME N CHECK_XPROF_ARGS...: window N's file of run "win" under $WORK/NAME.
+window_check() {
+  local name=$1 n=$2
+  shift 2
+  local files=("$WORK/$name"/plugins/profile/win-window"$n"/*.xplane.pb)
+  if [ -f "${files[0]}" ]; then
+    xprof_check "$name-window$n" "${files[0]}" "$@"
+  else
+    fail "$name-window$n" "no trace in $WORK/$name/plugins/profile/win-window$n: $(ls "$WORK/$name/plugins/profile" 2>&1 | tr '\n' ' ')"
+  fi
+}
+no_window() { # no_window NAME N: no window N was written
+  if [ -e "$WORK/$1/plugins/profile/win-window$2" ]; then fail "$1: window $2" "written, but no window $2 was allowed"; else pass "$1: no window $2"; fi
+}
+# --delay and --duration: from 1 s after start-up for 2 s.
+cat >"$WORK/window_delay.py" <<'PYEOF'
+import time
+import roctx_utils
+with roctx_utils.annotate("early"):  # t = 0: the library's start-up, which the delay counts from
+    pass
+time.sleep(2.0)
+with roctx_utils.annotate("inside"):
+    time.sleep(0.01)
+time.sleep(3.0)
+with roctx_utils.annotate("late"):
+    pass
+print("window_delay.py: ok")
+PYEOF
+name=window-delay
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform none --run-name win --delay 1 --duration 2 -o "$WORK/$name" -- /usr/bin/python3 "$WORK/window_delay.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "window_delay.py: ok" "$log" && grep -q 'roctx record: 1 capture window,' "$log"; then
+  pass "$name: ran, one window"
+  window_check "$name" 1 --count inside=1 --count early=0 --count late=0
+  no_window "$name" 2
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+# --capture-range=range:NAME, repeat:2: each of the first two `step` ranges is a window; a range
+# open across a window's start (`train`) is not invented, one open at its end (`held`, on another
+# thread) ends there with a mark.
+cat >"$WORK/window_range.py" <<'PYEOF'
+import threading
+import roctx_utils
+held, release = threading.Event(), threading.Event()
+def hold():
+    with roctx_utils.annotate("held"):
+        held.set()
+        release.wait()
+with roctx_utils.annotate("train"):
+    for i in range(4):
+        with roctx_utils.annotate("step"):
+            with roctx_utils.annotate("work %d" % i):
+                pass
+            if i == 0:
+                t = threading.Thread(target=hold)
+                t.start()
+                held.wait()
+release.set()
+t.join()
+print("window_range.py: ok")
+PYEOF
+name=window-range
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform none --run-name win --capture-range=range:step --capture-range-end=repeat:2 -o "$WORK/$name" -- /usr/bin/python3 "$WORK/window_range.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "window_range.py: ok" "$log" && grep -q 'roctx record: 2 capture windows,' "$log"; then
+  pass "$name: ran, two windows"
+  window_check "$name" 1 --nest 'step>work 0' --count step=1 --count 'work 1=0' --count train=0 --count held=1 \
+    --mark 'capture window ended: 1 open range closed here'
+  window_check "$name" 2 --nest 'step>work 1' --count step=1 --count 'work 0=0' --count 'work 2=0' --count held=0 --count train=0
+  no_window "$name" 3
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+# --capture-range=profiler-api from Python: start()/stop() and the capture() context manager.
+cat >"$WORK/window_api.py" <<'PYEOF'
+import roctx_utils
+with roctx_utils.annotate("a"):
+    pass
+assert roctx_utils.start(), "a window opens"
+assert not roctx_utils.start(), "one is open already"
+with roctx_utils.annotate("b"):
+    pass
+assert roctx_utils.stop()
+assert not roctx_utils.stop()
+with roctx_utils.annotate("c"):
+    pass
+with roctx_utils.capture():
+    with roctx_utils.annotate("d"):
+        pass
+print("window_api.py: ok")
+PYEOF
+name=window-api
+log=$WORK/$name.log
+"${CLEAN[@]}" "$ROCTX" record --platform none --run-name win --capture-range=profiler-api --capture-range-end=repeat -o "$WORK/$name" -- /usr/bin/python3 "$WORK/window_api.py" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "window_api.py: ok" "$log" && grep -q 'roctx record: 2 capture windows,' "$log"; then
+  pass "$name: ran, two windows"
+  window_check "$name" 1 --count b=1 --count a=0 --count c=0 --count d=0
+  window_check "$name" 2 --count d=1 --count b=0 --count c=0
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+# --capture-range=profiler-api from C: a program's cudaProfilerStart/Stop reach the preloaded
+# library, which opens and closes the window and then calls the runtime's own (a stand-in
+# libcudart that counts them).
+cat >"$WORK/fake_cudart.c" <<'CEOF'
+static int calls;
+int cudaProfilerStart(void) { return calls++, 0; }
+int cudaProfilerStop(void) { return calls++, 0; }
+int fake_cudart_calls(void) { return calls; }
+CEOF
+cat >"$WORK/profiler_api_host.c" <<'CEOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+int cudaProfilerStart(void);
+int cudaProfilerStop(void);
+int fake_cudart_calls(void);
+int main(void) {
+  void (*push)(const char*) = (void (*)(const char*))dlsym(RTLD_DEFAULT, "roctx_utils_range_push");
+  void (*pop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "roctx_utils_range_pop");
+  if (!push || !pop) { puts("profiler_api_host: roctx_utils is not preloaded"); return 1; }
+  push("outside"); pop();
+  if (cudaProfilerStart() != 0) return 2;
+  push("profiled"); pop();
+  if (cudaProfilerStop() != 0) return 3;
+  push("after"); pop();
+  printf("profiler_api_host: ok, the runtime saw %d calls\n", fake_cudart_calls());
+  return 0;
+}
+CEOF
+name=window-cuda-api
+log=$WORK/$name.log
+if gcc -shared -fPIC -o "$WORK/libcudart.so" "$WORK/fake_cudart.c" &&
+  gcc -o "$WORK/profiler_api_host" "$WORK/profiler_api_host.c" -L"$WORK" -lcudart -Wl,-rpath,"$WORK" -ldl; then
+  "${CLEAN[@]}" "$ROCTX" record --platform none --run-name win --capture-range=profiler-api -o "$WORK/$name" -- "$WORK/profiler_api_host" >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "profiler_api_host: ok, the runtime saw 2 calls" "$log" && grep -q 'roctx record: 1 capture window,' "$log"; then
+    pass "$name: cudaProfilerStart/Stop opened and closed a window and reached the runtime"
+    window_check "$name" 1 --count profiled=1 --count outside=0 --count after=0
+  else
+    sed 's/^/    /' "$log"
+    fail "$name" "exit $rc"
+  fi
+else
+  fail "$name" "the stand-in runtime or the host did not build"
+fi
+# Kernels only inside the window: the stock CUDA host on the fake CUPTI, a window on thread 1's
+# first `step 1` (its three threads run at once, so other threads' work may fall inside it too;
+# thread 1's second step never does: fewer than the run's 12 kernels).
+name=window-kernels
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCTX_UTILS_CUPTI_LIBRARY="$FAKE_CUPTI" "$ROCTX" record --platform nvidia --run-name win --capture-range='range:step 1' \
+  -o "$WORK/$name" -- "$CUDA_HOST" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^stock_cuda_host: ok' "$log" && grep -q 'roctx record: 1 capture window,' "$log" && ! grep -q 'LOST' "$log"; then
+  pass "$name: ran, one window, nothing lost"
+  summary_says "$name" "$log" ' ([1-9]|1[01]) kernels'
+  window_check "$name" 1 --count 'step 1=1' --nest 'step 1>forward 1' --kernel 'void gemm<1>(float const*, float*, int)=forward 1'
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
+# Bad window flags: refused before the command starts (exit 2), saying which.
+name=window-bad-flags
+bad=0
+for flags in "--capture-range=step" "--capture-range-end=repeat:0" "--delay=-1" "--duration=0"; do
+  "${CLEAN[@]}" "$ROCTX" record --platform none -o "$WORK/$name" $flags -- /bin/true >"$WORK/$name.log" 2>&1
+  rc=$?
+  if [ $rc -ne 2 ] || ! grep -qF -e "${flags%%=*}" "$WORK/$name.log"; then bad=$((bad + 1)); sed 's/^/    /' "$WORK/$name.log"; fi
+done
+if [ $bad -eq 0 ]; then pass "$name: each refused with exit 2, naming its flag"; else fail "$name" "$bad of 4 not refused"; fi
 
 # ---- the progress line (issue 43): every second, what the processes captured so far ----
 cat >"$WORK/slow.py" <<'PYEOF'

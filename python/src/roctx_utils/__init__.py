@@ -10,6 +10,10 @@
 
     roctx_utils.mark("checkpoint")                 # an instant
 
+    with roctx_utils.capture():                    # a capture window: under
+        train(steps=10)                            # `roctx record --capture-range=profiler-api`
+                                                   # only this is recorded (also start()/stop())
+
     import roctx_utils.jax
     roctx_utils.jax.install()   # jax.profiler.TraceAnnotation, StepTraceAnnotation and
                                 # annotate_function also become ROCTX ranges
@@ -33,7 +37,7 @@ import threading
 
 from . import _lib
 
-__all__ = ["annotate", "mark", "flush_kernels", "handover_kernels", "reclaim_kernels", "library", "stats"]
+__all__ = ["annotate", "mark", "start", "stop", "capture", "flush_kernels", "handover_kernels", "reclaim_kernels", "library", "stats"]
 __version__ = "0.1.0"
 
 # Counted instead of raised: pops we refused because the range was opened on another thread.
@@ -115,6 +119,53 @@ def reclaim_kernels():
     again as soon as nobody traces (now, or at that profiler's finalize). Returns True when GPU
     work is traced by us again now."""
     return _status_call("kernels_reclaim")
+
+
+def start():
+    """Opens a capture window: with ``roctx record --capture-range=profiler-api`` (or
+    ``ROCTX_UTILS_CAPTURE_RANGE=profiler-api``) nothing is recorded, and no kernel traced, outside
+    the windows ``start()`` and ``stop()`` bound, and each window is written as a run of its own
+    (as ``cudaProfilerStart`` does under ``nsys --capture-range=cudaProfilerApi``). Returns True
+    when a window opened (False: one is open, the profiler API's windows are not configured, or
+    no more are allowed)."""
+    return _status_call("capture_start")
+
+
+def stop():
+    """Closes the open capture window (ranges still open end there, with a mark). Returns True
+    when one closed."""
+    return _status_call("capture_stop")
+
+
+class capture:
+    """``start()`` on entry and ``stop()`` on exit, as a context manager or a decorator::
+
+        with roctx_utils.capture():
+            for step in range(100, 110):
+                train_step(step)
+    """
+
+    __slots__ = ("opened",)
+
+    def __init__(self):
+        self.opened = False
+
+    def __enter__(self):
+        self.opened = start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.opened:
+            stop()
+            self.opened = False
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with capture():
+                return fn(*args, **kwargs)
+        return wrapped
 
 
 def _status_call(name):

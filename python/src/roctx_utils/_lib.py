@@ -72,6 +72,13 @@ class Library:
         self.kernels_reclaim = cdll.roctx_utils_kernels_reclaim
         self.kernels_reclaim.argtypes = []
         self.kernels_reclaim.restype = ctypes.c_int
+        # Capture windows (a library older than them has neither: NOT_RUNNING).
+        for name in ("capture_start", "capture_stop"):
+            fn = getattr(cdll, "roctx_utils_" + name, None)
+            if fn is not None:
+                fn.argtypes = []
+                fn.restype = ctypes.c_int
+            setattr(self, name, fn or _not_running)
         self._cdll = cdll  # keeps the handle (and the library) alive
         self._fast = fast
 
@@ -108,9 +115,29 @@ class RoctxLibrary:
     def kernels_reclaim():
         return NOT_RUNNING
 
+    def capture_start(self):
+        # roctxProfilerResume(0): our tool opens a window when the profiler API's windows are
+        # configured (rocprofiler-sdk's MARKER_CONTROL_API).
+        return self._control("roctxProfilerResume")
+
+    def capture_stop(self):
+        return self._control("roctxProfilerPause")
+
+    def _control(self, name):
+        fn = getattr(self._cdll, name, None)
+        if fn is None:
+            return NOT_RUNNING
+        fn.argtypes = [ctypes.c_uint64]
+        fn.restype = ctypes.c_int
+        return 0 if fn(0) == 0 else NOT_RUNNING
+
 
 # ROCTX_UTILS_NOT_RUNNING (roctx_utils.h).
 NOT_RUNNING = 2
+
+
+def _not_running():
+    return NOT_RUNNING
 
 ROCTX_SONAMES = ("librocprofiler-sdk-roctx.so.1", "librocprofiler-sdk-roctx.so.0")
 

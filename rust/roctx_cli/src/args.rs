@@ -75,6 +75,25 @@ pub(crate) struct RecordArgs {
     /// activities, trace files written so far): on a terminal (auto), or always, or never.
     #[arg(long, value_enum, default_value_t = Progress::Auto)]
     pub(crate) progress: Progress,
+    /// Record only from this many seconds after the command starts (nsys --delay; with
+    /// --capture-range, triggers before then are ignored).
+    #[arg(long, value_name = "SEC")]
+    pub(crate) delay: Option<String>,
+    /// Close each capture window at most this many seconds after it opened (nsys --duration;
+    /// without --capture-range, one window from the delay on).
+    #[arg(long, value_name = "SEC")]
+    pub(crate) duration: Option<String>,
+    /// Record only inside capture windows: range:NAME (from the first push of a range labelled
+    /// NAME, in any NVTX domain, to its pop, as nsys -c nvtx -p NAME; range:NAME@DOMAIN for one
+    /// domain), profiler-api (between cudaProfilerStart/Stop, hipProfilerStart/Stop,
+    /// roctxProfilerResume/Pause, roctx_utils.start()/stop()), or none (the whole run). Each
+    /// window is written as a run of its own, <run>-window<N>.
+    #[arg(long, value_name = "KIND")]
+    pub(crate) capture_range: Option<String>,
+    /// After a capture window closes: stop (no more windows), repeat (each trigger opens one),
+    /// repeat:N (at most N windows), as nsys --capture-range-end.
+    #[arg(long, value_name = "END")]
+    pub(crate) capture_range_end: Option<String>,
     /// The command and its arguments, after `--`.
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<OsString>,

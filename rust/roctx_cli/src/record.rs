@@ -89,7 +89,9 @@ pub(crate) fn run(args: &RecordArgs) -> Result<Status, Failure> {
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
     let no_kernels = args.no_kernels || matches!(found, Found::CpuOnly(_));
+    let windows = windows(args)?;
     environment(&mut command, &env, &found, &library, &lib_dir, &logdir, &run, roofline.as_ref().map(|r| r.path.as_path()), no_kernels)?;
+    windows.apply(&mut command, &library, &env);
 
     if let Found::CpuOnly(Some(why)) = &found {
         say!("roctx record: {why}");
@@ -309,6 +311,56 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
+/// `--delay`, `--duration`, `--capture-range`, `--capture-range-end`, checked before the command
+/// starts, as the library's variables (`ROCTX_UTILS_CAPTURE_*`, the library's grammar).
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    vars: Vec<(&'static str, String)>,
+    /// The profiler API: the library is preloaded, so the program's cudaProfilerStart/Stop and
+    /// hipProfilerStart/Stop reach it.
+    preload: bool,
+}
+
+pub(crate) fn windows(args: &RecordArgs) -> Result<Windows, Failure> {
+    let mut w = Windows::default();
+    let bad = |flag: &str, value: &str, want: &str| Failure::new(format!("{flag} {value:?} is not {want}")).hint("see roctx record --help");
+    if let Some(range) = &args.capture_range {
+        let parsed = roctx_config::CaptureRange::parse(range).ok_or_else(|| bad("--capture-range", range, "one of none, profiler-api, range:NAME, range:NAME@DOMAIN"))?;
+        w.preload = parsed == roctx_config::CaptureRange::ProfilerApi;
+        w.vars.push((roctx_config::CAPTURE_RANGE, range.clone()));
+    }
+    if let Some(end) = &args.capture_range_end {
+        roctx_config::RangeEnd::parse(end).ok_or_else(|| bad("--capture-range-end", end, "one of stop, repeat, repeat:N (N from 1)"))?;
+        w.vars.push((roctx_config::CAPTURE_RANGE_END, end.clone()));
+    }
+    for (flag, var, value, zero_ok) in [("--delay", roctx_config::CAPTURE_DELAY, &args.delay, true), ("--duration", roctx_config::CAPTURE_DURATION, &args.duration, false)] {
+        if let Some(value) = value {
+            let secs = value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && (if zero_ok { *s >= 0.0 } else { *s > 0.0 }) && *s <= roctx_config::MAX_WINDOW_SECONDS);
+            if secs.is_none() {
+                return Err(bad(flag, value, if zero_ok { "a number of seconds from 0 to 1000000" } else { "a number of seconds above 0, up to 1000000" }));
+            }
+            w.vars.push((var, value.trim().to_owned()));
+        }
+    }
+    Ok(w)
+}
+
+impl Windows {
+    fn apply(&self, command: &mut Command, library: &Path, env: &LaunchEnv) {
+        for (var, value) in &self.vars {
+            command.env(var, value);
+        }
+        if self.preload {
+            let mut preload = library.as_os_str().to_owned();
+            if let Some(old) = env.ld_preload.as_ref().filter(|v| !v.is_empty()) {
+                preload.push(":");
+                preload.push(old);
+            }
+            command.env("LD_PRELOAD", preload);
+        }
+    }
+}
+
 /// Step 2 of the module docs.
 #[allow(clippy::too_many_arguments)]
 fn environment(
@@ -453,6 +505,7 @@ fn summary(o: &Outcome<'_>) {
     let (logdir, run_dir, status, forwarded) = (o.logdir, o.run_dir, o.status, o.forwarded);
     let (files, older) = this_runs(xspaces(run_dir), o.started);
     let c = count(&files);
+    let windows = window_dirs(run_dir).len();
     let ended = match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with {code}"),
         (None, Some(sig)) => format!("was killed by {}", signal_name(sig)),
@@ -487,9 +540,13 @@ fn summary(o: &Outcome<'_>) {
             c.kernels,
             c.copies
         );
+        if windows > 0 {
+            say!("roctx record: {windows} capture window{}, each a run of its own ({}-window<N>)", if windows == 1 { "" } else { "s" }, run_dir.display());
+        }
         // A snapshot's mark (written at a signal, or while the run went on) is not a loss of
         // the capture's: it says where the file stops.
-        let (marks, lost): (Vec<&String>, Vec<&String>) = c.warnings.iter().partition(|w| w.starts_with("cut short by") || w.starts_with("snapshot "));
+        let (marks, lost): (Vec<&String>, Vec<&String>) =
+            c.warnings.iter().partition(|w| w.starts_with("cut short by") || w.starts_with("snapshot ") || w.starts_with("capture window "));
         if lost.is_empty() && c.unreadable.is_empty() {
             say!("roctx record: nothing was dropped");
         }
@@ -522,7 +579,9 @@ fn summary(o: &Outcome<'_>) {
         }
     }
     if !files.is_empty() {
-        say!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), run_dir.display());
+        // With capture windows the runs are the windows' directories.
+        let inspect = files.first().and_then(|f| f.parent()).filter(|_| windows > 0).unwrap_or(run_dir);
+        say!("roctx record: view with: xprof --logdir {}   (or tensorboard --logdir {}); summary: roctx inspect {}", logdir.display(), logdir.display(), inspect.display());
     }
 }
 
@@ -535,13 +594,39 @@ fn this_runs(files: Vec<PathBuf>, started: SystemTime) -> (Vec<PathBuf>, usize) 
     (new, old.len())
 }
 
-/// The run directory's trace files, sorted (also the progress line's count).
+/// The run directory's trace files, and those of its capture windows (`<run>-window<N>`
+/// beside it, in window order), sorted (also the progress line's count).
 pub(crate) fn xspaces(run_dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = fs::read_dir(run_dir)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".xplane.pb")).collect())
-        .unwrap_or_default();
-    out.sort();
+    let files = |dir: &Path| -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = fs::read_dir(dir)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".xplane.pb")).collect())
+            .unwrap_or_default();
+        out.sort();
+        out
+    };
+    let mut out = files(run_dir);
+    for (_, dir) in window_dirs(run_dir) {
+        out.extend(files(&dir));
+    }
     out
+}
+
+/// The capture windows' run directories beside `run_dir`, by window number.
+pub(crate) fn window_dirs(run_dir: &Path) -> Vec<(u32, PathBuf)> {
+    let (Some(parent), Some(name)) = (run_dir.parent(), run_dir.file_name().and_then(|n| n.to_str())) else { return Vec::new() };
+    let prefix = format!("{name}-window");
+    let mut dirs: Vec<(u32, PathBuf)> = fs::read_dir(parent)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| {
+                    let n = e.file_name().to_str()?.strip_prefix(&prefix)?.parse::<u32>().ok()?;
+                    e.path().is_dir().then(|| (n, e.path()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
 }
 
 fn signal_name(sig: i32) -> String {

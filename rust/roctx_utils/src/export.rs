@@ -58,13 +58,23 @@ pub fn process_file_stem() -> String {
     job.file_stem(&os::hostname(), std::process::id())
 }
 
-/// The file this process's snapshots of the running session went to ([`write_snapshot`]), and the
-/// pid that wrote it (a `fork()` child inherits the value, not the file).
-static ROLLING: std::sync::Mutex<Option<(u32, PathBuf)>> = std::sync::Mutex::new(None);
+/// The file this process's snapshots of the running session went to ([`write_snapshot`]), the
+/// pid that wrote it (a `fork()` child inherits the value, not the file) and the capture window
+/// it belongs to (0: none).
+static ROLLING: std::sync::Mutex<Option<(u32, PathBuf, u32)>> = std::sync::Mutex::new(None);
 
-fn rolling() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf)>> {
+/// The capture window open now (0: none), whose run directory new files of this process go to.
+static WINDOW: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Capture windows: window `n` (from 1) opened; snapshots taken while it is open go to its run
+/// directory, `<run>-window<n>` (each window is a session of its own in XProf).
+pub fn set_window(n: u32) {
+    WINDOW.store(n, std::sync::atomic::Ordering::Release);
+}
+
+fn rolling() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf, u32)>> {
     let mut guard = ROLLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if guard.as_ref().is_some_and(|(pid, _)| *pid != std::process::id()) {
+    if guard.as_ref().is_some_and(|(pid, _, _)| *pid != std::process::id()) {
         *guard = None;
     }
     guard
@@ -77,9 +87,11 @@ fn rolling() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf)>> {
 pub fn write_snapshot(t: &Trace) -> Option<PathBuf> {
     let dir = roctx_config::get().xspace_out.as_ref()?;
     let mut rolling = rolling();
-    match write_process_file(t, dir, rolling.as_ref().map(|(_, path)| path.clone())) {
+    let window = WINDOW.load(std::sync::atomic::Ordering::Acquire);
+    let existing = rolling.as_ref().filter(|(_, _, w)| *w == window).map(|(_, path, _)| path.clone());
+    match write_process_file(t, dir, existing, window) {
         Ok(path) => {
-            *rolling = Some((std::process::id(), path.clone()));
+            *rolling = Some((std::process::id(), path.clone(), window));
             Some(path)
         }
         Err(e) => {
@@ -92,12 +104,17 @@ pub fn write_snapshot(t: &Trace) -> Option<PathBuf> {
 /// `t` as this process's file under `dir`: over `existing` (the session's snapshot file) when
 /// there is one, else a new `<run>/<stem>.xplane.pb` (the job's run name, else the time of this
 /// write, so every process of the job lands in one run directory).
-fn write_process_file(t: &Trace, dir: &Path, existing: Option<PathBuf>) -> std::io::Result<PathBuf> {
+/// `window` (from 1): a capture window's file, in the run directory `<run>-window<window>`.
+fn write_process_file(t: &Trace, dir: &Path, existing: Option<PathBuf>, window: u32) -> std::io::Result<PathBuf> {
     match existing {
         Some(path) => roctx_sys::output::replace_regular(&path, &xplane::standalone_xspace_bytes(t)).map(|()| path),
         None => {
-            let run = roctx_config::get().job.run_name.as_ref().map(|(name, _)| name.as_str());
-            write_logdir_as(t, dir, run, &process_file_stem())
+            let run = roctx_config::get().job.run_name.as_ref().map(|(name, _)| name.clone());
+            let run = match (run, window) {
+                (run, 0) => run,
+                (run, n) => Some(format!("{}-window{n}", run.unwrap_or_else(|| logdir::run_name(std::time::SystemTime::now())))),
+            };
+            write_logdir_as(t, dir, run.as_deref(), &process_file_stem())
         }
     }
 }
@@ -106,6 +123,16 @@ fn write_process_file(t: &Trace, dir: &Path, existing: Option<PathBuf>) -> std::
 /// it is set: over the session's snapshot file when one was written ([`write_snapshot`]), else
 /// a new file.
 pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
+    write_to_xspace_out_as(snapshot, t, 0);
+}
+
+/// [`write_to_xspace_out`] for capture window `window` (from 1): its own run directory,
+/// `<run>-window<window>`, over the window's snapshot file if one was written.
+pub fn write_window(snapshot: &Snapshot, t: &Trace, window: u32) {
+    write_to_xspace_out_as(snapshot, t, window);
+}
+
+fn write_to_xspace_out_as(snapshot: &Snapshot, t: &Trace, window: u32) {
     let config = roctx_config::get();
     let Some(dir) = &config.xspace_out else { return };
     let var = roctx_config::XSPACE_OUT;
@@ -118,8 +145,11 @@ pub fn write_to_xspace_out(snapshot: &Snapshot, t: &Trace) {
     // Every stopped session gets its own file (write_new never replaces), so a later session,
     // such as one a host's atexit handler stops after ours, cannot overwrite the exit-time one.
     // XProf shows one run with an entry per process ([`write_process_file`]).
-    let snapshot_file = rolling().take().map(|(_, path)| path);
-    match write_process_file(t, dir, snapshot_file) {
+    let snapshot_file = {
+        let mut rolling = rolling();
+        if rolling.as_ref().is_some_and(|(_, _, w)| *w == window) { rolling.take().map(|(_, path, _)| path) } else { None }
+    };
+    match write_process_file(t, dir, snapshot_file, window) {
         Ok(path) => {
             log::result(format_args!(
                 "wrote {} ROCTX events to {} (view: tensorboard --logdir {})",

@@ -263,6 +263,26 @@ pub unsafe extern "C" fn roctx_utils_session_stop(out: *mut *mut SnapshotHandle)
     })
 }
 
+/// `roctx_utils_capture_start`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_capture_start() -> i32 {
+    guard(STATUS_INTERNAL, || {
+        if runtime::window::api_start() {
+            STATUS_OK
+        } else if runtime::window::api_armed() && roctx_collector::window::count().1.is_some() {
+            STATUS_ALREADY_RUNNING
+        } else {
+            STATUS_NOT_RUNNING
+        }
+    })
+}
+
+/// `roctx_utils_capture_stop`.
+#[no_mangle]
+pub extern "C" fn roctx_utils_capture_stop() -> i32 {
+    guard(STATUS_INTERNAL, || if runtime::window::api_stop() { STATUS_OK } else { STATUS_NOT_RUNNING })
+}
+
 /// `roctx_utils_flush`.
 #[no_mangle]
 pub extern "C" fn roctx_utils_flush() -> i32 {

@@ -541,6 +541,48 @@ fn resume(api: &Api, how: Release) -> bool {
     ok
 }
 
+/// Set between capture windows: our kinds are off (our clock stays registered, so the watch
+/// sees nothing to take back).
+static WINDOW_PAUSED: AtomicBool = AtomicBool::new(false);
+
+/// Capture windows: a window closed (or none is open yet). What CUPTI holds of ours is
+/// delivered, then our activity kinds are turned off; the per-function API-record switches stay
+/// as they are (turning them on and off again walks every callback id). Whether CUPTI was ours
+/// and tracing.
+pub fn window_pause() -> bool {
+    let (Some(api), true) = (API.get(), active()) else { return false };
+    if HELD.load(Ordering::Acquire) || WINDOW_PAUSED.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    flush();
+    for kind in our_kinds() {
+        // SAFETY: an activity kind of this CUPTI version.
+        unsafe { (api.disable)(kind) };
+    }
+    true
+}
+
+/// Capture windows: a window opened; our activity kinds are turned on again, unless another
+/// profiler was handed CUPTI meanwhile (then [`reclaim`] brings them back). Whether CUPTI
+/// traces ours now.
+pub fn window_resume() -> bool {
+    if !WINDOW_PAUSED.swap(false, Ordering::AcqRel) {
+        return active() && !HELD.load(Ordering::Acquire);
+    }
+    let Some(api) = API.get() else { return false };
+    if HELD.load(Ordering::Acquire) {
+        return false;
+    }
+    for (kind, name) in our_named_kinds() {
+        // SAFETY: an activity kind of this CUPTI version.
+        let r = unsafe { (api.enable)(kind) };
+        if r != cupti::SUCCESS {
+            log::warn(format_args!("capture windows: cuptiActivityEnable({name}) returned {}; this window's {name} records are missing", api.result_name(r)));
+        }
+    }
+    true
+}
+
 /// Set by [`handover`], cleared by [`reclaim`]: another profiler has CUPTI; the watch waits.
 static HELD: AtomicBool = AtomicBool::new(false);
 

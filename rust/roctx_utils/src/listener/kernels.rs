@@ -182,6 +182,54 @@ pub fn reclaim() -> bool {
     super::cupti::reclaim()
 }
 
+/// Capture windows: CUPTI stops tracing ours between windows (what it holds is delivered first).
+/// Safe on any thread outside CUPTI's own callbacks. Whether it was tracing.
+pub fn window_pause_cupti() -> bool {
+    super::cupti::window_pause()
+}
+
+/// Capture windows: CUPTI traces ours again (a window opened). Whether it does now.
+pub fn window_resume_cupti() -> bool {
+    super::cupti::window_resume()
+}
+
+/// Capture windows: rocprofiler-sdk's kernel context stops between windows (its buffer is
+/// flushed first). Never from inside the SDK's callbacks. Whether the SDK traces kernels here.
+pub fn window_pause_sdk() -> bool {
+    window_sdk(false)
+}
+
+/// Capture windows: the kernel context starts again (a window opened).
+pub fn window_resume_sdk() -> bool {
+    window_sdk(true)
+}
+
+/// The kernel context is stopped for capture windows (so a resume starts only what a pause
+/// stopped, whenever the SDK's initialize came).
+static SDK_WINDOW_PAUSED: AtomicBool = AtomicBool::new(false);
+
+fn window_sdk(start: bool) -> bool {
+    let (Some(api), true) = (super::tool::sdk_api(), sdk_active()) else { return false };
+    if SDK_WINDOW_PAUSED.swap(!start, Ordering::AcqRel) == !start {
+        return true; // already so
+    }
+    let context = CONTEXT.load(Ordering::Acquire);
+    if !start {
+        flush_sources();
+    }
+    // SAFETY: our kernel context, created in initialize.
+    let status = unsafe { if start { (api.start_context)(context) } else { (api.stop_context)(context) } };
+    if status != 0 {
+        log::warn(format_args!(
+            "capture windows: rocprofiler_{}_context(kernels) returned {}; kernels {}",
+            if start { "start" } else { "stop" },
+            api.status_name(status),
+            if start { "of this window are not traced" } else { "are traced between windows too (only those inside a window are written)" }
+        ));
+    }
+    true
+}
+
 /// Delivers every dispatch the SDK (or CUPTI) holds now (neither flushes by itself).
 /// Synchronous. A dispatch whose launch call is still running on its thread stays joinable
 /// ([`roctx_kernels::settle`]); see [`flush_final`].

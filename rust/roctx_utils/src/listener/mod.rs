@@ -93,6 +93,20 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<CaptureMode, 
     Ok(mode)
 }
 
+/// What [`start`] sets up for `mode`, without starting the collector's session: capture
+/// windows (`crate::runtime::window`) start and stop sessions while the SDK's marker context
+/// keeps delivering, so a window's trigger is seen. Returns the mode in use (in-process when the
+/// SDK context does not start).
+pub fn start_capture_only(mode: CaptureMode) -> CaptureMode {
+    if mode == CaptureMode::Sdk {
+        if let Err(why) = tool::start_context() {
+            log::warn(format_args!("rocprofiler-sdk context did not start ({why}); capturing in-process"));
+            return CaptureMode::InProcess;
+        }
+    }
+    mode
+}
+
 /// Stops the SDK context (in tool mode) and the collector's session; returns its events.
 pub fn stop() -> Result<Snapshot, SessionError> {
     if collector::active() && collector::mode() == CaptureMode::Sdk {

@@ -407,6 +407,11 @@ mod tests {
     }
 }
 
+/// The loaded SDK's API table, once `rocprofiler_configure` ran.
+pub(crate) fn sdk_api() -> Option<&'static SdkApi> {
+    API.get()
+}
+
 /// Starts the marker context (a session begins).
 pub(crate) fn start_context() -> Result<(), String> {
     let api = API.get().ok_or("rocprofiler-sdk is not loaded")?;

@@ -44,6 +44,7 @@ pub mod progress;
 pub mod signals;
 pub mod xprof;
 pub mod tool_library;
+pub mod window;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -269,6 +270,19 @@ fn auto_session(config: &Config, roctx: Option<Flavor>) {
     if config.xspace_out.is_none() || AUTO_DONE.swap(true, Ordering::AcqRel) {
         return;
     }
+    if window::wanted(config) {
+        // Capture set up as for the session, the session itself only inside windows.
+        let mode = listener::resolve(config.capture, roctx);
+        install_sink(mode);
+        let mode = listener::start_capture_only(mode);
+        install_sink(mode);
+        if mode == CaptureMode::InProcess {
+            log_clock_once();
+        }
+        ensure_exit_hook();
+        window::start(config, mode);
+        return;
+    }
     match start_session_with(config, auto_options(config), None, roctx) {
         Ok(mode) => {
             let job = &config.job;
@@ -306,6 +320,9 @@ fn ensure_exit_hook() {
 /// children (data loaders, compile workers) would each leave one.
 extern "C" fn stop_at_exit() {
     roctx_sys::guard((), || {
+        if window::at_exit() {
+            return;
+        }
         if !roctx_collector::active() {
             return;
         }
