@@ -458,7 +458,9 @@ impl Owner {
             if self.orphans > 0 {
                 self.orphans -= 1;
                 shared.count(Outcome::OutsideSession, ctx);
-            } else if opened_unseen {
+            } else if opened_unseen || crate::window::flags() & crate::window::PUBLISH != 0 {
+                // In a capture window, the thread's stack started empty: a pop with nothing
+                // open closes a range pushed before the window.
                 shared.count(Outcome::OutsideSession, ctx);
             } else if ctx.recording {
                 bump(&shared.stats.unmatched_pops);

@@ -38,22 +38,36 @@ pub static IN_PROCESS: InProcess = InProcess;
 // #[inline] here and on `crate::push`/`pop`/`mark`: across the crate boundary, a call per event
 // measured 32 more instructions per captured pair than the inlined path (BENCHMARKS.md).
 //
+// Between capture windows (`crate::window`) ranges and marks stop here, before the clock and the
+// thread's buffer: nothing is recorded there, and a window starts with an empty stack on every
+// thread, which LIFO order keeps consistent (a range pushed before the window can only pop after
+// every range pushed inside it).
+//
 // Ranges and marks are stamped with the capture clock (roctx_sys::clock: TSC ticks converted at
 // snapshot time, where the machine allows); start/stop ranges, rare and cross-thread, with
 // CLOCK_BOOTTIME directly.
 impl Sink for InProcess {
     #[inline]
     fn push(&self, label: &[u8]) -> u32 {
+        if crate::window::between_windows_push(label) {
+            return 0;
+        }
         crate::push(label, stamp(), crate::current_tid())
     }
 
     #[inline]
     fn pop(&self) -> u32 {
+        if crate::window::between_windows() {
+            return 0;
+        }
         crate::pop(stamp(), crate::current_tid())
     }
 
     #[inline]
     fn mark(&self, label: &[u8]) {
+        if crate::window::between_windows() {
+            return;
+        }
         crate::mark(label, stamp(), crate::current_tid());
     }
 

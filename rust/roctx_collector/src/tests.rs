@@ -640,6 +640,40 @@ mod windows {
     }
 
     #[test]
+    fn the_sink_keeps_nothing_between_windows_and_a_window_starts_with_an_empty_stack() {
+        use crate::sink::{Sink, IN_PROCESS};
+        let _g = SERIAL.lock();
+        take();
+        window::configure(plan(None, true, None), observe);
+        on_thread(|| {
+            IN_PROCESS.push(b"outer"); // between windows: not even a frame
+            IN_PROCESS.mark(b"unseen");
+            assert!(window::open(Opener::Api));
+            IN_PROCESS.push(b"inner");
+            assert_eq!(IN_PROCESS.pop(), 0);
+            IN_PROCESS.pop(); // "outer": begun before the window, not an unmatched pop
+            assert!(window::close(CloseReason::Api));
+            IN_PROCESS.pop(); // nothing left, between windows: not counted anywhere
+        });
+        window::configure(plan(Some(("step", None)), false, None), observe);
+        on_thread(|| {
+            IN_PROCESS.push(b"steps"); // ends like the name, is not it
+            IN_PROCESS.push(b"step");
+            assert!(active());
+            IN_PROCESS.pop();
+            assert!(!active());
+            IN_PROCESS.pop();
+        });
+        let changes = take();
+        window::reset();
+        let windows: Vec<_> = changes.iter().filter_map(|c| if let Change::Closed { snapshot, .. } = c { Some(snapshot) } else { None }).collect();
+        assert_eq!(windows.len(), 2);
+        assert_eq!(labels(windows[0]), ["inner"]);
+        assert_eq!((windows[0].stats.begun_outside_session, windows[0].stats.unmatched_pops), (1, 0));
+        assert_eq!(labels(windows[1]), ["step"]);
+    }
+
+    #[test]
     fn the_profiler_api_opens_and_closes_windows_and_each_is_a_session() {
         let _g = SERIAL.lock();
         take();

@@ -8,10 +8,11 @@
 //! [`configure`] — the same shape as an `atexit` hook: a function pointer handed down, never a
 //! name of the layer above.
 //!
-//! - Outside a window the collector's session is stopped: a push costs what it costs between
-//!   sessions, plus, while a range trigger waits, a length and tail compare of the label (one
-//!   relaxed load of the flags and two of the trigger's shape; the trigger's lock only on a
-//!   label that ends like the name).
+//! - Outside a window the collector's session is stopped and the in-process sink returns before
+//!   the clock and the thread's buffer (two loads), after, while a range trigger waits, a length
+//!   and tail compare of each pushed label (two more loads; the trigger's lock only on a label
+//!   that ends like the name). Each thread's range stack starts empty in a window: a pop with
+//!   nothing open there is a range begun before the window, counted as such.
 //! - A range open when a window opens is not recorded (it was not seen to begin); a range still
 //!   open when a window closes is recorded as ending there, and its thread gets one mark at that
 //!   instant saying how many were closed ([`CLOSED_MARK`]).
@@ -202,15 +203,32 @@ fn tail_word(tail: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
+/// Windows are configured and none is open: the in-process sink records nothing and keeps no
+/// stack (module docs of `sink`). Two relaxed/acquire loads.
+#[inline(always)]
+pub(crate) fn between_windows() -> bool {
+    flags() & PUBLISH != 0 && !crate::active()
+}
+
+/// [`between_windows`] for a push, which a waiting range trigger must still see: true unless
+/// `label` may be the trigger's (its length and last bytes match).
+#[inline(always)]
+pub(crate) fn between_windows_push(label: &[u8]) -> bool {
+    let f = flags();
+    f & PUBLISH != 0 && !crate::active() && (f & WAITING == 0 || !tail_matches(label))
+}
+
+#[inline(always)]
+fn tail_matches(label: &[u8]) -> bool {
+    let n = TAIL_LEN.load(Ordering::Relaxed);
+    label.len() >= n && tail_word(&label[label.len() - n..]) == TAIL.load(Ordering::Relaxed)
+}
+
 /// Called before a push while a range trigger waits: opens a window if `label` is the
 /// trigger's. Returns whether it did (the push's number then names the trigger: [`opened_by`]).
 #[inline]
 pub(crate) fn before_push(label: &[u8], ts: u64) -> bool {
-    let n = TAIL_LEN.load(Ordering::Relaxed);
-    if label.len() < n || tail_word(&label[label.len() - n..]) != TAIL.load(Ordering::Relaxed) {
-        return false;
-    }
-    open_for(label, ts)
+    tail_matches(label) && open_for(label, ts)
 }
 
 #[cold]
