@@ -392,7 +392,13 @@ fn paused(tid: u64) -> bool {
 /// range's push number on this thread ([`Event::seq`]; 0 past the depth limit).
 #[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
-    let flags = window::flags();
+    push_with(label, ts, tid, window::flags())
+}
+
+/// [`push`] with the capture windows' flags already read (the in-process sink reads them once
+/// for its own check and this).
+#[inline]
+pub(crate) fn push_with(label: &[u8], ts: u64, tid: u64, flags: u8) -> u32 {
     // A waiting range trigger opens its window before its own push is recorded.
     let opens = flags & window::WAITING != 0 && window::before_push(label, ts);
     let suppressed = paused(tid);
@@ -417,14 +423,16 @@ pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
 /// now innermost on the thread (0: none).
 #[inline]
 pub fn pop(ts: u64, tid: u64) -> u32 {
-    pop_and_watch(ts, tid, false)
+    pop_with(ts, tid, false, window::flags())
 }
 
+/// [`pop`] with the windows' flags already read: a trigger's WATCHING was set on this thread
+/// by its push, before any read of the flags for its pop.
 #[inline]
-fn pop_and_watch(ts: u64, tid: u64, opened_unseen: bool) -> u32 {
+pub(crate) fn pop_with(ts: u64, tid: u64, opened_unseen: bool, flags: u8) -> u32 {
     let (innermost, popped) = with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, opened_unseen)).unwrap_or((0, 0));
     // The window's trigger range closes it after its own pop is recorded.
-    if window::flags() & window::WATCHING != 0 {
+    if flags & window::WATCHING != 0 {
         window::after_pop(tid, popped);
     }
     innermost
@@ -436,7 +444,7 @@ fn pop_and_watch(ts: u64, tid: u64, opened_unseen: bool) -> u32 {
 /// range begun outside the session, not an unmatched one.
 #[inline]
 pub fn pop_of_open_range(ts: u64, tid: u64) -> u32 {
-    pop_and_watch(ts, tid, true)
+    pop_with(ts, tid, true, window::flags())
 }
 
 /// `roctxMarkA(label)` at `ts`.

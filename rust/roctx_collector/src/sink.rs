@@ -49,23 +49,26 @@ pub static IN_PROCESS: InProcess = InProcess;
 impl Sink for InProcess {
     #[inline]
     fn push(&self, label: &[u8]) -> u32 {
-        if crate::window::between_windows_push(label) {
+        let flags = crate::window::flags();
+        if flags != 0 && crate::window::between_windows_push(flags, label) {
             return 0;
         }
-        crate::push(label, stamp(), crate::current_tid())
+        crate::push_with(label, stamp(), crate::current_tid(), flags)
     }
 
     #[inline]
     fn pop(&self) -> u32 {
-        if crate::window::between_windows() {
+        let flags = crate::window::flags();
+        if flags != 0 && crate::window::between_windows(flags) {
             return 0;
         }
-        crate::pop(stamp(), crate::current_tid())
+        crate::pop_with(stamp(), crate::current_tid(), false, flags)
     }
 
     #[inline]
     fn mark(&self, label: &[u8]) {
-        if crate::window::between_windows() {
+        let flags = crate::window::flags();
+        if flags != 0 && crate::window::between_windows(flags) {
             return;
         }
         crate::mark(label, stamp(), crate::current_tid());

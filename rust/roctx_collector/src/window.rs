@@ -206,16 +206,15 @@ fn tail_word(tail: &[u8]) -> u64 {
 /// Windows are configured and none is open: the in-process sink records nothing and keeps no
 /// stack (module docs of `sink`). Two relaxed/acquire loads.
 #[inline(always)]
-pub(crate) fn between_windows() -> bool {
-    flags() & PUBLISH != 0 && !crate::active()
+pub(crate) fn between_windows(flags: u8) -> bool {
+    flags & PUBLISH != 0 && !crate::active()
 }
 
 /// [`between_windows`] for a push, which a waiting range trigger must still see: true unless
 /// `label` may be the trigger's (its length and last bytes match).
 #[inline(always)]
-pub(crate) fn between_windows_push(label: &[u8]) -> bool {
-    let f = flags();
-    f & PUBLISH != 0 && !crate::active() && (f & WAITING == 0 || !tail_matches(label))
+pub(crate) fn between_windows_push(flags: u8, label: &[u8]) -> bool {
+    flags & PUBLISH != 0 && !crate::active() && (flags & WAITING == 0 || !tail_matches(label))
 }
 
 #[inline(always)]
