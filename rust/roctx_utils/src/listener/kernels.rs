@@ -210,7 +210,7 @@ static SDK_WINDOW_PAUSED: AtomicBool = AtomicBool::new(false);
 
 fn window_sdk(start: bool) -> bool {
     let (Some(api), true) = (super::tool::sdk_api(), sdk_active()) else { return false };
-    if SDK_WINDOW_PAUSED.swap(!start, Ordering::AcqRel) == !start {
+    if SDK_WINDOW_PAUSED.swap(!start, Ordering::AcqRel) != start {
         return true; // already so
     }
     let context = CONTEXT.load(Ordering::Acquire);
