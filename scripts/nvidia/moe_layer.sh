@@ -11,6 +11,11 @@
 # SwiGLU FFN, Llama-3.2-1B-shaped; moe_layer.cpp builds both), in the same rounds.
 # MOE_LAYER_IDS="shared separate dense" also runs each MUL_MAT_ID on its own ids (test-backend-ops');
 # the default is "shared dense".
+# Decode steps are launch-bound, so host noise moves them by 20-60 % between rounds (issue 42):
+# each run is pinned to MOE_LAYER_CPUS (default 2-5, where taskset exists; "" for none), each
+# round starts the configurations at a different one (drift falls on each alike), and the
+# target is checked on the median over rounds of each round's own hook-cupti difference
+# (paired), not on the difference of the medians.
 #
 #   bash scripts/nvidia/moe_layer.sh BIN [ROUNDS]     # BIN: .devbin (ggml/, moe_layer, the library)
 set -u
@@ -27,13 +32,19 @@ if [ -n "${MOE_LAYER_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$MOE_LAYER_CONFI
 read -r -a IDS <<<"${MOE_LAYER_IDS:-shared dense}"
 # A prefill step is ~60x a decode step: a fifth of the steps keeps each run a few seconds.
 steps() { if [ "$1" -ge 512 ]; then echo $((STEPS / 5)); else echo "$STEPS"; fi; }
+PIN=()
+CPUS=${MOE_LAYER_CPUS-2-5}
+if [ -n "$CPUS" ] && command -v taskset >/dev/null && taskset -c "$CPUS" true 2>/dev/null; then PIN=(taskset -c "$CPUS"); fi
 
 for round in $(seq 1 "$ROUNDS"); do
+  # This round's order: the configurations rotated by the round number.
+  n=${#CONFIGS[@]} k=$(( (round - 1) % ${#CONFIGS[@]} ))
+  ORDER=("${CONFIGS[@]:$k}" "${CONFIGS[@]:0:$k}")
   for tokens in 1 8 512; do
     for ids in "${IDS[@]}"; do
-      for cfg in "${CONFIGS[@]}"; do
+      for cfg in "${ORDER[@]}"; do
         overhead_env "$cfg" "$WORK/$cfg.$tokens.$ids.$round.json"
-        out=$(env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/moe_layer" "$LAYERS" "$tokens" "$(steps "$tokens")" "$ids" 2>"$WORK/err")
+        out=$(env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "${PIN[@]}" "$BIN/moe_layer" "$LAYERS" "$tokens" "$(steps "$tokens")" "$ids" 2>"$WORK/err")
         echo "$round $tokens $ids $cfg $out"
         echo "$round $tokens $ids $cfg $out" >>"$WORK/results"
         grep -i "warn\|error\|lost" "$WORK/err" | head -n 3
@@ -47,12 +58,14 @@ python3 - "$WORK" "$LAYERS" "$STEPS" <<'PY'
 import glob, json, os, re, statistics, sys
 work, layers, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 us = {}
+by_round = {}
 for line in open(os.path.join(work, "results")):
     m = re.match(r"(\d+) (\d+) (\w+) (\w+) .*?([\d.]+) us/layer", line)
     if m:
         us.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(m.group(4), []).append(float(m.group(5)))
+        by_round.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(int(m.group(1)), {})[m.group(4)] = float(m.group(5))
 nan = float("nan")
-print("%-28s %10s %8s %11s %9s %9s %9s %10s" % ("us per layer (median)", "hook-cupti", "%", "exact-cupti", "none", "cupti", "hook", "hook_exact"))
+print("%-28s %10s %8s %9s %11s %9s %9s %9s %10s" % ("us per layer (median)", "hook-cupti", "%", "paired %", "exact-cupti", "none", "cupti", "hook", "hook_exact"))
 passed = failed = 0
 def check(ok, what):
     global passed, failed
@@ -62,13 +75,16 @@ rows = []
 for (tokens, ids), by in sorted(us.items()):
     med = {c: statistics.median(v) for c, v in by.items()}
     none, cupti, hook, exact = (med.get(c, nan) for c in ("none", "cupti", "hook", "hook_exact"))
+    # Each round's own hook - cupti, in % of its cupti: the rounds' drift cancels in the pair.
+    pairs = [100 * (r["hook"] - r["cupti"]) / r["cupti"] for r in by_round[(tokens, ids)].values() if "hook" in r and "cupti" in r]
+    paired = statistics.median(pairs) if pairs else nan
     label = ("dense, %d token%s" if ids == "dense" else "MoE, %d token%s, ids " + ids) % (tokens, "s" * (tokens > 1))
     extra = " ".join("%s %.2f" % (c, med[c]) for c in sorted(med) if c not in ("none", "cupti", "hook", "hook_exact"))
-    print("%-28s %+10.2f %+7.2f%% %+11.2f %9.2f %9.2f %9.2f %10.2f %s" % (label, hook - cupti, 100 * (hook - cupti) / cupti, exact - cupti, none, cupti, hook, exact, extra))
-    rows.append((label, cupti, hook))
-for label, cupti, hook in rows:
-    if cupti == cupti:
-        check(hook <= cupti * 1.02, "%s: hook %+.2f %% of cupti per layer (target <= +2 %%)" % (label, 100 * (hook - cupti) / cupti))
+    print("%-28s %+10.2f %+7.2f%% %+8.2f%% %+11.2f %9.2f %9.2f %9.2f %10.2f %s" % (label, hook - cupti, 100 * (hook - cupti) / cupti, paired, exact - cupti, none, cupti, hook, exact, extra))
+    rows.append((label, paired, sorted(pairs)))
+for label, paired, pairs in rows:
+    if paired == paired:
+        check(paired <= 2.0, "%s: hook %+.2f %% of cupti per layer, median of the rounds' pairs %s (target <= +2 %%)" % (label, paired, " ".join("%+.1f" % p for p in pairs)))
 # A step's MUL_MAT_ID rows: 3 per layer, or 2 where ggml-cuda fuses gate, up and SwiGLU
 # (1 token, one ids tensor): a fused row carries the routing once.
 for cfg, want in (("hook", "analytic"), ("hook_exact", "exact")):
