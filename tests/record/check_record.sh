@@ -549,6 +549,19 @@ else
   sed 's/^/    /' "$log"
   fail "$name" "exit $rc"
 fi
+# The same window on ROCm: the tool library in a stock HIP host on the fake rocprofiler-sdk, the
+# trigger seen through the SDK's marker callbacks (the marker context runs between windows).
+name=window-rocm
+log=$WORK/$name.log
+"${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" "$ROCTX" record --run-name win --capture-range='range:step 1' -o "$WORK/$name" -- "$HIP_HOST" >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'roctx record: ROCm' "$log" && grep -q 'roctx record: 1 capture window,' "$log" && ! grep -q 'LOST' "$log"; then
+  pass "$name: ran, one window, nothing lost"
+  window_check "$name" 1 --count 'step 1=1' --nest 'step 1>forward 1'
+else
+  sed 's/^/    /' "$log"
+  fail "$name" "exit $rc"
+fi
 # Bad window flags: refused before the command starts (exit 2), saying which.
 name=window-bad-flags
 bad=0

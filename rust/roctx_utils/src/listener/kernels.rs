@@ -204,6 +204,12 @@ pub fn window_resume_sdk() -> bool {
     window_sdk(true)
 }
 
+/// Whether the calling thread may start or stop an SDK context now: not from inside one of our
+/// marker callbacks.
+pub fn sdk_context_calls_allowed() -> bool {
+    !super::tool::in_callback()
+}
+
 /// The kernel context is stopped for capture windows (so a resume starts only what a pause
 /// stopped, whenever the SDK's initialize came).
 static SDK_WINDOW_PAUSED: AtomicBool = AtomicBool::new(false);

@@ -325,15 +325,29 @@ unsafe extern "C" fn on_marker_v7(record: CallbackRecordV7, _user_data: *mut c_v
     })
 }
 
+thread_local! {
+    /// Set while this thread runs one of our marker callbacks.
+    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is inside one of our rocprofiler-sdk marker callbacks (where no
+/// context is started or stopped: a capture window opened by a range or `roctxProfilerResume`
+/// leaves the kernel context to the runtime's window thread).
+pub fn in_callback() -> bool {
+    IN_CALLBACK.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 /// Runs a callback's work inside the panic fence: nothing unwinds into the SDK, and a record
 /// lost to a panic is counted as rejected, so the session's accounting stays exact.
 fn fenced(f: impl FnOnce()) {
+    let _ = IN_CALLBACK.try_with(|c| c.set(true));
     let done = guard(false, || {
         #[cfg(test)]
         faults::maybe_panic();
         f();
         true
     });
+    let _ = IN_CALLBACK.try_with(|c| c.set(false));
     if !done {
         roctx_collector::reject_record();
     }

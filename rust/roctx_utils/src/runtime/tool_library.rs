@@ -7,7 +7,8 @@
 //!   were not listed) when there is nothing to write or capture is off, or when the SDK is of a
 //!   version we cannot read, each with one message saying so. No SDK call but its version.
 //! - **initialize**: the marker and kernel contexts ([`listener::tool::initialize_listed`]);
-//!   the capture session for `ROCTX_UTILS_XSPACE_OUT` in SDK mode (the host's roctx calls reach
+//!   the capture session for `ROCTX_UTILS_XSPACE_OUT` in SDK mode (or, with capture windows,
+//!   the marker context alone and the windows armed: `super::window`) (the host's roctx calls reach
 //!   us through the SDK, whatever roctx was bound); the exit hooks. Nothing here calls roctx: if
 //!   the host's first roctx call started the SDK's discovery, that call is still in progress.
 //! - **finalize**: flushes and writes everything (the log directory and the roofline report),
@@ -88,7 +89,14 @@ unsafe extern "C" fn initialize(_fini: *mut c_void, _tool_data: *mut c_void) -> 
             return -1;
         }
         let config = roctx_config::get();
-        if config.xspace_out.is_some() && !AUTO_DONE.swap(true, std::sync::atomic::Ordering::AcqRel)
+        if super::window::wanted(config) && !AUTO_DONE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            // Capture windows: the marker context delivers from now on (a trigger must be seen),
+            // sessions only inside windows.
+            let mode = listener::start_capture_only(roctx_collector::CaptureMode::Sdk);
+            super::install_sink(mode);
+            ensure_exit_hook();
+            super::window::start(config, mode);
+        } else if config.xspace_out.is_some() && !AUTO_DONE.swap(true, std::sync::atomic::Ordering::AcqRel)
         {
             // Markers arrive through the SDK's callbacks whatever roctx the host calls.
             match start_session_with(

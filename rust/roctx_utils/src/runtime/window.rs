@@ -10,8 +10,9 @@
 //!
 //! - **kernels**: CUPTI's activity kinds are turned on when a window opens, on the thread that
 //!   opened it, before the push that opened it is recorded, and off (after a flush) when it
-//!   closes; rocprofiler-sdk's kernel context is started and stopped by the `roctx-window`
-//!   thread, in order (a context is not started from inside the SDK's own marker callback);
+//!   closes; rocprofiler-sdk's kernel context is started the same way, except when the window
+//!   opens inside the SDK's own marker callback (a range trigger, `roctxProfilerResume`): the
+//!   `roctx-window` thread starts it then; it stops it at a window's end, in order;
 //! - **writing**: each closed window is written as its own session: a run directory of its
 //!   own, `<run>-window<N>` ([`crate::export::set_window`]), by the `roctx-window` thread, or at
 //!   exit by the exit hook (a window still open then is closed first);
@@ -118,6 +119,12 @@ fn observe(change: Change) {
         Change::Opened { window, by } => {
             export::set_window(*window);
             listener::kernels::window_resume_cupti();
+            // rocprofiler-sdk's kernel context now too, unless this is the SDK's own marker
+            // callback (a range trigger, roctxProfilerResume): then the roctx-window thread
+            // starts it, and the window's first kernels may be missed.
+            if listener::kernels::sdk_context_calls_allowed() {
+                listener::kernels::window_resume_sdk();
+            }
             log::info(format_args!("capture window {window} opened ({by:?})"));
             queue().deadline = duration.map(|d| (*window, Instant::now() + d));
         }
@@ -182,6 +189,9 @@ fn drain(sdk: bool) {
                     listener::kernels::window_pause_sdk();
                 }
                 let mut t = super::xprof::trace(&snapshot);
+                // The kernel stage keeps every window's kernels (and those traced between a
+                // window's end and the pause): outside this window is where they belong, not a loss.
+                t.warnings.retain(|w| !w.ends_with("ran outside the session window and are not shown"));
                 t.warnings.push(format!("capture window {window}: closed because {}", why.words()));
                 export::write_window(&snapshot, &t, window);
             }
