@@ -205,6 +205,31 @@ fn store(cells: &[AtomicU64; WORDS], words: [u64; WORDS]) {
     }
 }
 
+/// How a snapshot drains a buffer.
+pub(crate) struct Drain {
+    /// The session stops: ranges still open are counted as open at stop.
+    pub(crate) stopping: bool,
+    /// A capture window's end (ns): ranges still open are closed there.
+    pub(crate) close_at: Option<u64>,
+    /// A capture window's start (stamp, ns): events stamped before it are left out, as begun
+    /// outside the session.
+    pub(crate) not_before: Option<(u64, u64)>,
+}
+
+impl Drain {
+    /// Whether an event stamped `stamp` began before the window (compared on its own clock:
+    /// an SDK record's BOOTTIME nanoseconds against the start's, ticks against ticks).
+    fn before(&self, stamp: u64) -> bool {
+        let Some((start_stamp, start_ns)) = self.not_before else { return false };
+        let ticks = roctx_sys::clock::is_ticks(stamp);
+        if ticks == roctx_sys::clock::is_ticks(start_stamp) {
+            stamp < start_stamp
+        } else {
+            !ticks && stamp < start_ns
+        }
+    }
+}
+
 /// A published open frame's words, relaxed: the count stored next (release) publishes them.
 #[inline]
 fn store4(cells: &[AtomicU64; 4], words: [u64; 4]) {
@@ -247,7 +272,7 @@ impl Shared {
     pub(crate) fn drain_into(
         &self,
         session: u32,
-        (stopping, close_at): (bool, Option<u64>),
+        drain: &Drain,
         calibration: &roctx_sys::clock::Calibration,
         events: &mut Vec<Event>,
         interner: &mut StringInterner<BucketBackend>,
@@ -266,7 +291,7 @@ impl Shared {
         let mut symbols = vec![u32::MAX; labels.len()];
         let word = |slot: usize, w: usize| chunks[slot / CHUNK][slot % CHUNK][w].load(Ordering::Relaxed);
         events.reserve(len);
-        let (mut slot, mut recorded) = (0, 0u64);
+        let (mut slot, mut recorded, mut early) = (0, 0u64, 0u64);
         while slot < len {
             let (start, w1, w2) = (word(slot, 0), word(slot, 1), word(slot, 2));
             let (end, tid, end_tid) = if w2 & LONG != 0 {
@@ -276,6 +301,10 @@ impl Shared {
                 (start.wrapping_add(w1 >> 32), tid, tid)
             };
             slot += 1;
+            if drain.before(start) {
+                early += 1;
+                continue;
+            }
             let id = (w1 as u32) as usize; // CAST: the low half is the label id
             let Some(symbol) = symbols.get_mut(id) else { continue }; // never: ids are stored first
             if *symbol == u32::MAX {
@@ -303,12 +332,13 @@ impl Shared {
         }
         let mut own = self.stats.load();
         own.recorded = recorded;
+        own.begun_outside_session += early;
         stats.add(&own);
-        let closed = match close_at {
-            Some(end_ns) => self.close_open(end_ns, &labels, &mut symbols, &mut clock, events, interner),
+        let closed = match drain.close_at {
+            Some(end_ns) => self.close_open(end_ns, drain, &labels, &mut symbols, &mut clock, events, interner),
             None => 0,
         };
-        if stopping {
+        if drain.stopping {
             stats.open_at_stop += self.open_recording.load(Ordering::Relaxed).saturating_sub(closed);
         }
     }
@@ -318,9 +348,11 @@ impl Shared {
     /// snapshot is not closed again: its owner lowered the open count before publishing the pop)
     /// and read twice, so a frame its owner was rewriting is not taken half-old. Returns how
     /// many were closed.
+    #[allow(clippy::too_many_arguments)]
     fn close_open(
         &self,
         end_ns: u64,
+        drain: &Drain,
         labels: &[Arc<[u8]>],
         symbols: &mut [u32],
         clock: &mut roctx_sys::clock::Converter<'_>,
@@ -342,6 +374,11 @@ impl Shared {
         let mut closed = 0u64;
         let mut tid = 0;
         for [start, w1, seq, frame_tid] in open {
+            if drain.before(start) {
+                // Begun before the window (a late push): not this window's. Counted with the
+                // ranges still open at the stop, since it is not closed here.
+                continue;
+            }
             let id = (w1 as u32) as usize; // CAST: the low half is the label id
             let Some(symbol) = symbols.get_mut(id) else { continue };
             if *symbol == u32::MAX {

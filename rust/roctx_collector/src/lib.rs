@@ -150,6 +150,8 @@ pub(crate) struct ProcessRanges {
 pub(crate) struct SessionState {
     options: SessionOptions,
     pub(crate) start_ns: u64,
+    /// The start on the capture clock (a stamp, as events are stamped).
+    start_stamp: u64,
 }
 
 struct OpenProcessRange {
@@ -191,6 +193,7 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
         return Err(SessionError::AlreadyRunning);
     }
     state.options = options;
+    state.start_stamp = roctx_sys::clock::now();
     state.start_ns = now_ns();
     CAP_EVENTS.store(options.max_events_per_thread as u64, Ordering::Relaxed);
     CAP_LABEL_BYTES.store(options.max_label_bytes_per_thread as u64, Ordering::Relaxed);
@@ -240,9 +243,12 @@ pub(crate) fn stop_closing_open() -> Result<Snapshot, SessionError> {
 
 /// Moves the running session's start back to `ns` if that is earlier (a capture window begins
 /// with the stamp of the push that opened it).
-pub(crate) fn backdate_start(ns: u64) {
+pub(crate) fn backdate_start(stamp: u64, ns: u64) {
     let mut state = lock(&globals().session);
     state.start_ns = state.start_ns.min(ns);
+    if roctx_sys::clock::is_ticks(stamp) == roctx_sys::clock::is_ticks(state.start_stamp) {
+        state.start_stamp = state.start_stamp.min(stamp);
+    }
 }
 
 /// Events (ranges and marks) the running session has recorded so far, without reading them:
@@ -276,7 +282,11 @@ fn collect(state: &SessionState, stopping: bool, close_at: Option<u64>) -> Snaps
     {
         let reg = lock(&g.registry);
         for buffer in &reg.buffers {
-            buffer.drain_into(session, (stopping, close_at), &calibration, &mut events, &mut interner, &mut stats);
+            // A window's events stamped before it opened (a thread stamped an event, then was
+            // preempted while the window opened) began outside it.
+            let not_before = close_at.map(|_| (state.start_stamp, state.start_ns));
+            let drain = buffer::Drain { stopping, close_at, not_before };
+            buffer.drain_into(session, &drain, &calibration, &mut events, &mut interner, &mut stats);
         }
     }
     {

@@ -588,35 +588,35 @@ mod windows {
         // Another thread with a range open when the window ends, and one open across its start.
         let other = std::thread::spawn(move || {
             let tid = current_tid();
-            push(b"across_start", 1, tid);
+            push(b"across_start", now_ns(), tid);
             open_rx.recv().unwrap();
-            push(b"open_at_end", 2, tid);
-            mark(b"inside", 3, tid);
+            push(b"open_at_end", now_ns(), tid);
+            mark(b"inside", now_ns(), tid);
             done_tx.send(()).unwrap();
             open_rx.recv().unwrap(); // held open until the window closed
-            pop(100, tid);
-            pop(101, tid);
+            pop(now_ns(), tid);
+            pop(now_ns(), tid);
         });
         let main_tid = on_thread(move || {
             let tid = current_tid();
-            push(b"outer", 5, tid); // before the window: never recorded
-            mark(b"before", 6, tid);
+            push(b"outer", now_ns(), tid); // before the window: never recorded
+            mark(b"before", now_ns(), tid);
             assert!(!active());
-            push(b"jax: step", 10, tid);
+            push(b"jax: step", now_ns(), tid);
             assert!(active(), "the trigger's push opened the window");
-            push(b"inner", 11, tid);
-            pop(12, tid);
+            push(b"inner", now_ns(), tid);
+            pop(now_ns(), tid);
             open_tx.send(()).unwrap();
             done_rx.recv().unwrap();
-            pop(20, tid); // the trigger's pop: closes window 1
+            pop(now_ns(), tid); // the trigger's pop: closes window 1
             assert!(!active());
             open_tx.send(()).unwrap();
-            mark(b"between", 21, tid);
-            push(b"step", 30, tid); // window 2
-            pop(31, tid);
-            push(b"step", 40, tid); // past repeat:2: no window
-            pop(41, tid);
-            pop(42, tid); // "outer"
+            mark(b"between", now_ns(), tid);
+            push(b"step", now_ns(), tid); // window 2
+            pop(now_ns(), tid);
+            push(b"step", now_ns(), tid); // past repeat:2: no window
+            pop(now_ns(), tid);
+            pop(now_ns(), tid); // "outer"
             tid
         });
         other.join().unwrap();
@@ -631,11 +631,12 @@ mod windows {
         assert_eq!((windows[1].0, &windows[1].2[..]), (2, &["step".to_owned()][..]));
         let Some(Change::Closed { snapshot, .. }) = changes.iter().find(|c| matches!(c, Change::Closed { window: 1, .. })) else { unreachable!() };
         let step = snapshot.events.iter().find(|e| snapshot.label(e) == "jax: step").unwrap();
-        assert_eq!((step.tid, step.start_ns, step.end_ns), (main_tid, 10, 20));
+        assert!(step.tid == main_tid && snapshot.start_ns <= step.start_ns && step.start_ns < step.end_ns, "{step:?}");
         let cut = snapshot.events.iter().find(|e| snapshot.label(e) == "open_at_end").unwrap();
-        assert_eq!((cut.start_ns, cut.end_ns, cut.kind), (2, snapshot.stop_ns, EventKind::Range));
+        assert_eq!((cut.end_ns, cut.kind), (snapshot.stop_ns, EventKind::Range));
+        assert!(cut.start_ns > step.start_ns);
         assert_eq!(snapshot.stats.open_at_stop, 0, "closed, not lost");
-        assert!(snapshot.start_ns <= 10, "the window begins with its trigger: {}", snapshot.start_ns);
+        assert_eq!(snapshot.start_ns, step.start_ns, "the window begins with its trigger");
         assert!(matches!(changes[0], Change::Opened { window: 1, by: Opener::Range }));
     }
 
@@ -674,21 +675,75 @@ mod windows {
     }
 
     #[test]
+    fn sixteen_threads_under_windows_opening_and_closing_keep_every_window_well_formed() {
+        use crate::sink::{Sink, IN_PROCESS};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let _g = SERIAL.lock();
+        take();
+        window::configure(plan(None, true, None), observe);
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        IN_PROCESS.push(b"a");
+                        IN_PROCESS.push(b"b");
+                        IN_PROCESS.mark(b"m");
+                        IN_PROCESS.pop();
+                        IN_PROCESS.pop();
+                        std::thread::yield_now(); // let the window thread in (valgrind runs one thread at a time)
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..20 {
+            window::open(Opener::Api);
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            window::close(CloseReason::Api);
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.join().unwrap();
+        }
+        let changes = take();
+        window::reset();
+        let mut recorded = 0;
+        for c in &changes {
+            let Change::Closed { snapshot: s, .. } = c else { continue };
+            assert_eq!(s.stats.unmatched_pops, 0, "a window's stack starts empty; LIFO keeps it so");
+            for e in &s.events {
+                let label = s.label(e);
+                assert!(e.start_ns <= e.end_ns && e.start_ns >= s.start_ns && e.end_ns <= s.stop_ns, "{label} {e:?} outside {}..{}", s.start_ns, s.stop_ns);
+                match e.kind {
+                    EventKind::Range => assert!(label == "a" || label == "b", "{label}"),
+                    EventKind::Mark => assert!(label == "m" || label.starts_with(window::CLOSED_MARK), "{label}"),
+                    EventKind::ProcessRange => panic!("none were started"),
+                }
+                recorded += 1;
+            }
+        }
+        assert_eq!(closed(&changes).len(), 20);
+        assert!(recorded > 0);
+    }
+
+    #[test]
     fn the_profiler_api_opens_and_closes_windows_and_each_is_a_session() {
         let _g = SERIAL.lock();
         take();
         window::configure(plan(None, true, None), observe);
         on_thread(|| {
             let tid = current_tid();
-            mark(b"before", 1, tid);
+            mark(b"before", now_ns(), tid);
             resume(0); // roctxProfilerResume(0)
-            push(b"first", 2, tid);
-            pop(3, tid);
+            push(b"first", now_ns(), tid);
+            pop(now_ns(), tid);
             pause(0);
-            mark(b"between", 4, tid);
+            mark(b"between", now_ns(), tid);
             assert!(window::open(Opener::Api)); // roctx_utils_capture_start
             assert!(!window::open(Opener::Api), "one window at a time");
-            mark(b"second", 5, tid);
+            mark(b"second", now_ns(), tid);
             assert!(window::close(CloseReason::Api));
             assert!(!window::close(CloseReason::Api));
         });

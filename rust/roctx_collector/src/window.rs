@@ -240,7 +240,7 @@ fn open_for(label: &[u8], ts: u64) -> bool {
     if opened {
         // The window begins with its trigger, whose stamp was taken before the session started.
         let ns = if roctx_sys::clock::is_ticks(ts) { roctx_sys::clock::calibration().to_ns(ts) } else { ts };
-        crate::backdate_start(ns);
+        crate::backdate_start(ts, ns);
     }
     opened
 }
