@@ -210,6 +210,12 @@ pub(crate) fn between_windows(flags: u8) -> bool {
     flags & PUBLISH != 0 && !crate::active()
 }
 
+/// Whether windows are configured and none is open now (a source that starts late, such as
+/// CUPTI set up after the windows were armed, starts paused).
+pub fn none_open() -> bool {
+    between_windows(flags())
+}
+
 /// [`between_windows`] for a push, which a waiting range trigger must still see: true unless
 /// `label` may be the trigger's (its length and last bytes match).
 #[inline(always)]

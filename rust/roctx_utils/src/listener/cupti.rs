@@ -134,6 +134,11 @@ pub fn start() {
                 log::info(format_args!("CUPTI {} from {}: tracing kernels, memory copies and sets", api.version, api.location));
             }
             start_watch();
+            // Set up after capture windows were armed and while none is open: off until one
+            // opens (`window_resume`).
+            if roctx_collector::window::none_open() {
+                window_pause();
+            }
         }
         Err(why) => {
             STATE.store(2, Ordering::Release);
