@@ -562,6 +562,40 @@ else
   sed 's/^/    /' "$log"
   fail "$name" "exit $rc"
 fi
+# roctxProfilerResume(0)/Pause(0) open and close profiler-api windows on ROCm: a plain C program
+# on roctx (the fake roctx, which hands its calls to the fake SDK's MARKER_CONTROL_API).
+cat >"$WORK/roctx_control_host.c" <<'CEOF'
+#include <stdint.h>
+#include <stdio.h>
+int roctxRangePushA(const char* message);
+int roctxRangePop(void);
+int roctxProfilerPause(uint64_t tid);
+int roctxProfilerResume(uint64_t tid);
+int main(void) {
+  roctxRangePushA("outside"); roctxRangePop();
+  roctxProfilerResume(0);
+  roctxRangePushA("profiled"); roctxRangePop();
+  roctxProfilerPause(0);
+  roctxRangePushA("after"); roctxRangePop();
+  puts("roctx_control_host: ok");
+  return 0;
+}
+CEOF
+name=window-roctx-control
+log=$WORK/$name.log
+if gcc -o "$WORK/roctx_control_host" "$WORK/roctx_control_host.c" "$BIN/cc_tests/libfake_roctx.so" -Wl,-rpath,"$BIN/cc_tests"; then
+  "${CLEAN[@]}" ROCM_PATH="$FAKE_ROCM" "$ROCTX" record --run-name win --capture-range=profiler-api -o "$WORK/$name" -- "$WORK/roctx_control_host" >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q 'roctx_control_host: ok' "$log" && grep -q 'roctx record: ROCm' "$log" && grep -q 'roctx record: 1 capture window,' "$log"; then
+    pass "$name: roctxProfilerResume/Pause(0) through rocprofiler-sdk opened and closed a window"
+    window_check "$name" 1 --count profiled=1 --count outside=0 --count after=0
+  else
+    sed 's/^/    /' "$log"
+    fail "$name" "exit $rc"
+  fi
+else
+  fail "$name" "the host did not build"
+fi
 # Bad window flags: refused before the command starts (exit 2), saying which.
 name=window-bad-flags
 bad=0
