@@ -5,6 +5,9 @@
 Per enter+exit pair, best of 5 rounds of 20,000 (ns), single thread:
   jax TraceAnnotation, stock        jax.profiler.TraceAnnotation without our hooks (TraceMe only)
   jax TraceAnnotation, hooked       the same after roctx_utils.jax.install() (TraceMe + our range)
+  do-nothing context manager        a class with __enter__ returning self and __exit__ (the
+                                    floor a Python context manager costs; issue 44's target is
+                                    roctx_utils.annotate within 2x of it)
   roctx_utils.annotate              our context manager
   roctx_utils ranges, raw           the two ctypes calls alone (push, pop)
   torch.cuda.nvtx.range             PyTorch's NVTX context manager (--torch; under the NVTX
@@ -53,8 +56,19 @@ def main():
         rows.append(("jax TraceAnnotation, hooked", best(pairs(lambda: ta("step")))))
     except ImportError:
         pass
+    class Nothing:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    nothing = Nothing()
+    floor = best(pairs(lambda: nothing))
+    rows.append(("do-nothing context manager", floor))
     a = roctx_utils.annotate("step")
-    rows.append(("roctx_utils.annotate", best(pairs(lambda: a))))
+    ours = best(pairs(lambda: a))
+    rows.append(("roctx_utils.annotate", ours))
+    rows.append(("  ... times the do-nothing one", ours / floor))
     lib = roctx_utils._lib.get()
     if lib is not None:
         def raw():
@@ -67,7 +81,10 @@ def main():
         import torch
         rows.append(("torch.cuda.nvtx.range", best(pairs(lambda: torch.cuda.nvtx.range("step")))))
     for name, ns in rows:
-        print("%-32s %8.0f ns per pair" % (name, ns))
+        if name.startswith("  ..."):
+            print("%-32s %8.1fx" % (name, ns))
+        else:
+            print("%-32s %8.0f ns per pair" % (name, ns))
     if "--threads" in sys.argv:
         n = int(sys.argv[sys.argv.index("--threads") + 1])
         barrier = threading.Barrier(n + 1)

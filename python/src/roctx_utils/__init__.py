@@ -181,6 +181,29 @@ def _status_call(name):
         return False
 
 
+# The library's push and pop, bound once (issue 44): an annotation's enter and exit call these
+# module globals directly instead of asking _lib for the library each time. None until the
+# first annotation binds them; _NO_LIB when there is no library (annotations are no-ops).
+_push = _pop = None
+
+
+def _NO_LIB(*_args):
+    return None
+
+
+def _bind():
+    """Binds ``_push`` and ``_pop`` from the process's library (once)."""
+    global _push, _pop
+    lib = _lib.get()
+    if lib is None:
+        _pop = _NO_LIB
+        _push = _NO_LIB
+    else:
+        _pop = lib.range_pop
+        _push = lib.range_push
+    return _push
+
+
 class _Range:
     """One pushed range: popped at most once, and only on the thread that pushed it (roctx
     ranges are a per-thread stack; a pop from another thread would close that thread's range)."""
@@ -281,32 +304,36 @@ class annotate:
         self._ranges = threading.local()
 
     def __enter__(self):
-        local = self._ranges
+        # The hot path (issue 44): one thread-local lookup, the bound push, a list append; no
+        # call into _lib, no attribute chain.
         try:
-            stack = local.stack
+            stack = self._ranges.stack
         except AttributeError:
-            stack = local.stack = []
-        lib = _lib.get()
-        pushed = False
-        if lib is not None:
-            try:
-                lib.range_push(self._label if self._label is not None else b"annotate")
-                pushed = True
-            except Exception:
-                _stats["errors"] += 1
-        stack.append(pushed)
+            stack = self._ranges.stack = []
+        push = _push or _bind()
+        if push is _NO_LIB:
+            stack.append(False)
+            return self
+        try:
+            push(self._label or b"annotate")
+        except Exception:
+            _stats["errors"] += 1
+            stack.append(False)
+            return self
+        stack.append(True)
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        stack = getattr(self._ranges, "stack", None)
-        if not stack:
+        try:
+            pushed = self._ranges.stack.pop()
+        except (AttributeError, IndexError):
             # Exited on a thread that never entered it (a suspended frame resumed elsewhere):
             # popping here would close this thread's innermost range.
             _wrong_thread()
             return False
-        if stack.pop():
+        if pushed:
             try:
-                _lib.get().range_pop()
+                _pop()
             except Exception:
                 _stats["errors"] += 1
         return False
