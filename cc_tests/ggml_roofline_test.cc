@@ -323,6 +323,19 @@ void WaitForAPoll() {
   }
 }
 
+// The event polls (hipEventQuery) made so far.
+int Queries() {
+  int n = 0;
+  for (const auto& call : fake_hip::Calls()) n += call.name == kQuery;
+  return n;
+}
+
+// Waits (at most 2 s) for a poll after `before` polls: the worker has looked at the copy
+// enqueued since, found it done (copies complete at once here) and counts it next.
+void WaitForAPollAfter(int before) {
+  for (int i = 0; i < 2000 && Queries() <= before; ++i) usleep(1000);
+}
+
 // The copies enqueued so far.
 int Copies() {
   int n = 0;
@@ -507,9 +520,12 @@ int MoeLayerSharesACountedCopy() {
   int stream = 0;
   int64_t t = 100000;
   for (int graph = 0; graph < 2; ++graph) {
+    const int polled = Queries();
     RunOps(dispatch, {&l.argsort, &l.gate}, &stream, &t);
-    // The worker polls every 0.5 ms: 20 ms after its first poll the gate's copy is counted.
-    WaitForAPoll();
+    // The worker polls every 0.5 ms: once it has polled the gate's copy (seen done), 20 ms more
+    // for it to count it. A fixed 20 ms after the first poll was too short under TSan on a
+    // loaded 2-core machine (the worker's poll of the copy came later).
+    WaitForAPollAfter(polled);
     usleep(20000);
     RunOps(dispatch, {&l.up, &l.down}, &stream, &t);
     if (Copies() != graph + 1) return 20 + Copies();
