@@ -585,10 +585,12 @@ mod windows {
         window::configure(plan(Some(("step", None)), false, Some(2)), observe);
         let (open_tx, open_rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
         // Another thread with a range open when the window ends, and one open across its start.
         let other = std::thread::spawn(move || {
             let tid = current_tid();
             push(b"across_start", now_ns(), tid);
+            started_tx.send(()).unwrap(); // before the window opens
             open_rx.recv().unwrap();
             push(b"open_at_end", now_ns(), tid);
             mark(b"inside", now_ns(), tid);
@@ -597,6 +599,7 @@ mod windows {
             pop(now_ns(), tid);
             pop(now_ns(), tid);
         });
+        started_rx.recv().unwrap();
         let main_tid = on_thread(move || {
             let tid = current_tid();
             push(b"outer", now_ns(), tid); // before the window: never recorded
