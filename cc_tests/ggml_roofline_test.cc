@@ -260,7 +260,11 @@ TEST(GgmlRoofline, ALargeRoutingIsReadBackWholeToo) {
   const std::string compact = Compact(o.report);
   // 4,800 routings over 128 experts: 37 or 38 each (i % 128); the decode: experts 0-7 once.
   EXPECT_NE(compact.find("\"tokens_per_expert\":[38,38,38,38"), std::string::npos) << o.report.substr(0, 2000);
-  EXPECT_NE(compact.find("\"tokens_per_expert\":[1,1,1,1,1,1,1,1,0,0"), std::string::npos) << o.report.substr(0, 2000);
+  // Seen once under TSan (CUDA twin): the 1-token op's row missing, one dispatch in the report.
+  // The child's stderr and the report's end say where it went, if it happens again.
+  const std::string tail = o.report.size() > 2000 ? o.report.substr(o.report.size() - 2000) : o.report;
+  EXPECT_NE(compact.find("\"tokens_per_expert\":[1,1,1,1,1,1,1,1,0,0"), std::string::npos)
+      << "stderr:\n" << o.err << "\nreport's end:\n" << tail;
   EXPECT_NE(o.report.find("\"experts_used\": 128"), std::string::npos);
   EXPECT_NE(o.report.find("\"experts_used\": 8"), std::string::npos);
   EXPECT_EQ(o.err.find("LOST"), std::string::npos) << o.err;
