@@ -305,12 +305,9 @@ fn open_locked(state: &mut State, by: Opener) -> bool {
     }
     state.opened += 1;
     state.open = Some(state.opened);
-    if by != Opener::Range {
-        FLAGS.fetch_and(!WAITING, Ordering::AcqRel);
-    } else {
-        // Its pop is looked for once `opened_by` names it.
-        FLAGS.fetch_and(!(WAITING | WATCHING), Ordering::AcqRel);
-    }
+    // No trigger waits while a window is open; a range window's pop is looked for once
+    // `opened_by` names it.
+    FLAGS.fetch_and(!(WAITING | WATCHING), Ordering::AcqRel);
     observer(Change::Opened { window: state.opened, by });
     true
 }

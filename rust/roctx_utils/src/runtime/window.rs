@@ -126,17 +126,19 @@ fn observe(change: Change) {
                 listener::kernels::window_resume_sdk();
             }
             log::info(format_args!("capture window {window} opened ({by:?})"));
-            queue().deadline = duration.map(|d| (*window, Instant::now() + d));
         }
-        Change::Closed { window, .. } => {
+        Change::Closed { .. } => {
             listener::kernels::window_pause_cupti();
-            let mut q = queue();
-            if q.deadline.is_some_and(|(w, _)| w == *window) {
-                q.deadline = None;
-            }
         }
     }
-    queue().changes.push_back(change);
+    let mut q = queue();
+    match &change {
+        Change::Opened { window, .. } => q.deadline = duration.map(|d| (*window, Instant::now() + d)),
+        Change::Closed { window, .. } if q.deadline.is_some_and(|(w, _)| w == *window) => q.deadline = None,
+        Change::Closed { .. } => {}
+    }
+    q.changes.push_back(change);
+    drop(q);
     WAKE.notify_all();
 }
 
@@ -202,7 +204,8 @@ fn drain(sdk: bool) {
 /// At exit: no more windows; the open one (if any) is closed and every closed one written, on
 /// this thread. Whether windows were in use.
 pub(super) fn at_exit() -> bool {
-    if windows::count() == (0, None) && !wanted(roctx_config::get()) {
+    // Never configured without it.
+    if !wanted(roctx_config::get()) {
         return false;
     }
     windows::disarm();
