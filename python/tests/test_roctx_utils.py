@@ -10,6 +10,7 @@ thread; scripts/test.sh checks the same through XProf's reader with annotated_sc
 
 import asyncio
 import ctypes
+import importlib.util
 import inspect
 import os
 import subprocess
@@ -309,6 +310,90 @@ class Annotate(unittest.TestCase):
         self.assertEqual(labels[3], "42")
 
 
+class Paths(unittest.TestCase):
+    # Issue 44: annotate's enter and exit are C (roctx_utils._fast) where the package was built
+    # with it, else pure Python; tests/test.sh runs this file once each way
+    # (ROCTX_UTILS_TEST_PATH says which this run must take) and every test above runs on both.
+    def test_the_expected_path_is_taken(self):
+        want = os.environ.get("ROCTX_UTILS_TEST_PATH")
+        if not want:
+            self.skipTest("ROCTX_UTILS_TEST_PATH not set")
+        self.assertEqual(roctx_utils.implementation(), want)
+        self.assertEqual(roctx_utils._fast is not None, want == "compiled")
+
+    def test_pure_is_chosen_by_the_variable_and_a_bad_value_warns(self):
+        r = run_python("import roctx_utils; print(roctx_utils.implementation())", {"ROCTX_UTILS_PYTHON_PURE": "1"})
+        self.assertEqual(r.stdout.strip(), "python", r.stderr)
+        r = run_python("import roctx_utils; print(roctx_utils.implementation())", {"ROCTX_UTILS_PYTHON_PURE": "maybe"})
+        installed = importlib.util.find_spec("roctx_utils._fast") is not None
+        self.assertEqual(r.stdout.strip(), "compiled" if installed else "python", r.stderr)
+        self.assertIn("ROCTX_UTILS_PYTHON_PURE='maybe' is not 1 or 0", r.stderr)
+
+    def test_nesting_deeper_than_the_checked_stack_stays_balanced(self):
+        # The C path names 64 open annotations per thread; deeper ones are counted only (the
+        # library records 256 levels).
+        a = roctx_utils.annotate("deep")
+        depth = 100
+
+        def nest(n):
+            if n:
+                with a:
+                    nest(n - 1)
+
+        with Session() as s:
+            nest(depth)
+            with roctx_utils.annotate("after"):
+                pass
+        ranges = s.ranges()
+        self.assertEqual(len(ranges), depth + 1)
+        self.assertEqual(sorted(d for l, d in ranges if l == "deep"), list(range(depth)))
+        self.assertEqual(ranges[-1], ("after", 0))
+
+    def test_an_exit_on_a_thread_that_never_entered_is_counted_not_popped(self):
+        before = roctx_utils.stats()["wrong_thread_stops"]
+        a = roctx_utils.annotate("entered_here")
+        with Session() as s:
+            with roctx_utils.annotate("outer_elsewhere"):
+                a.__enter__()
+                t = threading.Thread(target=lambda: self.assertFalse(a.__exit__(None, None, None)))
+                t.start()
+                t.join()
+                a.__exit__(None, None, None)  # its own thread: pops it
+        self.assertEqual(roctx_utils.stats()["wrong_thread_stops"], before + 1)
+        self.assertEqual(s.ranges(), [("outer_elsewhere", 0), ("entered_here", 1)])
+
+    def test_a_with_block_resumed_after_another_opened_still_pops(self):
+        # A generator suspended inside `with a`, resumed (and finished) while `b` is open on the
+        # same thread: a's exit is not the innermost, and it pops (as the pure path does).
+        a, b = roctx_utils.annotate("a"), roctx_utils.annotate("b")
+        before = roctx_utils.stats()["wrong_thread_stops"]
+
+        def gen():
+            with a:
+                yield
+
+        with Session() as s:
+            g = gen()
+            next(g)
+            b.__enter__()
+            self.assertRaises(StopIteration, next, g)
+            b.__exit__(None, None, None)
+            with roctx_utils.annotate("after"):
+                pass
+        self.assertEqual(roctx_utils.stats()["wrong_thread_stops"], before)
+        self.assertEqual([l for l, _ in s.ranges()], ["a", "b", "after"])
+        self.assertEqual(s.ranges()[-1], ("after", 0))
+
+    def test_enter_returns_the_object_and_exit_never_swallows(self):
+        a = roctx_utils.annotate("x")
+        with Session():
+            with a as entered:
+                self.assertIs(entered, a)
+            self.assertIs(a.__exit__(None, None, None), False)  # an unmatched exit: counted
+        self.assertEqual(type(a).__name__, "annotate")
+        self.assertIsInstance(a, roctx_utils.annotate)
+
+
 class CaptureWindows(unittest.TestCase):
     # Without ROCTX_UTILS_CAPTURE_RANGE=profiler-api (and an output) there is no window to open:
     # start() and stop() say so, the context manager and decorator still run their body, and an
@@ -390,6 +475,33 @@ class JaxInstall(unittest.TestCase):
                 pass
         self.assertEqual(s.ranges(), [("user#k=1#", 0), ("train 7", 0), ("fn", 1), ("no_with", 0),
                                       ("exit_then_gc", 0), ("after", 0)])
+
+    def test_hooked_edges_errors_threads_and_keywords(self):
+        # What the compiled hooks (_fast.c) must do as the Python ones do: TraceMe's own errors
+        # pass through with no range left open, an exception in the block propagates, a stop on
+        # another thread is counted and not popped, keyword arguments label the range.
+        import jax
+        self.assertTrue(rjax.install())
+        cls = jax.profiler.TraceAnnotation
+        before = roctx_utils.stats()["wrong_thread_stops"]
+        with Session() as s:
+            with self.assertRaises(TypeError):
+                cls(123)  # TraceMe takes a str
+            with self.assertRaises(KeyError):
+                with cls("raises"):
+                    raise KeyError("k")
+            t = cls("with_kwargs", k=2)
+            other = threading.Thread(target=lambda: t.__exit__(None, None, None))
+            other.start()
+            other.join()
+            t.__exit__(None, None, None)  # already stopped (on the wrong thread): nothing more
+            with cls("after"):
+                pass
+        self.assertEqual(roctx_utils.stats()["wrong_thread_stops"], before + 1)
+        # with_kwargs#k=2# stayed open on this thread (never popped, so not recorded as closed),
+        # and "after" nests in it
+        self.assertEqual(s.ranges(), [("raises", 0), ("after", 1)])
+        roctx_utils._lib.get().range_pop()  # rebalance this thread for the next tests
 
     def test_start_and_stop_trace_hand_cupti_over_and_back(self):
         import tempfile

@@ -37,7 +37,7 @@ import threading
 
 from . import _lib
 
-__all__ = ["annotate", "mark", "start", "stop", "capture", "flush_kernels", "handover_kernels", "reclaim_kernels", "library", "stats"]
+__all__ = ["annotate", "implementation", "mark", "start", "stop", "capture", "flush_kernels", "handover_kernels", "reclaim_kernels", "library", "stats"]
 __version__ = "0.1.0"
 
 # Counted instead of raised: pops we refused because the range was opened on another thread.
@@ -181,7 +181,7 @@ def _status_call(name):
         return False
 
 
-# The library's push and pop, bound once (issue 44): an annotation's enter and exit call these
+# The library's push and pop, bound once (issue 44): the pure path's enter and exit call these
 # module globals directly instead of asking _lib for the library each time. None until the
 # first annotation binds them; _NO_LIB when there is no library (annotations are no-ops).
 _push = _pop = None
@@ -204,6 +204,37 @@ def _bind():
     return _push
 
 
+def _fast_binding():
+    """For ``_fast``: the addresses of the library's push and pop, or None without a library."""
+    lib = _lib.get()
+    if lib is None:
+        return None
+    address = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value or 0
+    return address(lib.range_push), address(lib.range_pop)
+
+
+def _load_fast():
+    """The compiled fast path (``_fast.c``), or None: not built (a source install without a
+    compiler), not loadable (a free-threaded or non-CPython interpreter), or turned off with
+    ``ROCTX_UTILS_PYTHON_PURE=1``."""
+    if _lib.flag("ROCTX_UTILS_PYTHON_PURE"):
+        return None
+    try:
+        from . import _fast as fast
+    except ImportError:
+        return None
+    fast.setup(_fast_binding, _wrong_thread)
+    return fast
+
+
+_fast = _load_fast()
+
+
+def implementation():
+    """Which path annotations take: ``"compiled"`` (the C extension) or ``"python"``."""
+    return "compiled" if _fast is not None else "python"
+
+
 class _Range:
     """One pushed range: popped at most once, and only on the thread that pushed it (roctx
     ranges are a per-thread stack; a pop from another thread would close that thread's range)."""
@@ -211,10 +242,13 @@ class _Range:
     __slots__ = ("_lib", "_thread", "_open")
 
     def __init__(self, label):
-        self._lib = _lib.get()
+        self._lib = None if _fast is not None else _lib.get()
         self._thread = threading.get_ident()
         self._open = False
-        if self._lib is not None:
+        if _fast is not None:
+            self._thread = _fast.push(label)
+            self._open = True
+        elif self._lib is not None:
             try:
                 self._lib.range_push(label)
                 self._open = True
@@ -231,6 +265,9 @@ class _Range:
             _wrong_thread()
             return
         self._open = False
+        if _fast is not None:
+            _fast.pop(self._thread)
+            return
         try:
             self._lib.range_pop()
         except Exception:
@@ -279,37 +316,22 @@ class _SteppedAwaitable:
                 value = None
 
 
-class annotate:
-    """A ROCTX range named ``name`` on the calling thread.
+class _PureAnnotation:
+    """The pure-Python enter and exit of ``annotate`` (the fallback of ``_fast.Range``)."""
 
-    As a context manager it covers the block; an exception inside still pops it, and the
-    exception propagates unchanged. As a decorator (``@annotate("n")``, ``@annotate()`` or
-    ``@annotate`` use the function's qualified name) it covers each call; for a generator,
-    coroutine or async generator it covers each resumption (a suspended one holds no range
-    open, so the thread's other work never nests inside it). Never raises into your code.
-    """
-
-    __slots__ = ("_name", "_label", "_ranges")
-
-    def __new__(cls, name=None):
-        if callable(name) and not isinstance(name, str):  # bare @annotate
-            return cls(None)(name)
-        return super().__new__(cls)
-
-    def __init__(self, name=None):
-        self._name = name
-        self._label = None if name is None else _encode(name)
-        # Per thread: one object may be entered on several threads, and nested on each. An
-        # entry is whether that `with` pushed (no library: nothing to pop).
-        self._ranges = threading.local()
+    __slots__ = ("_label", "_ranges")
 
     def __enter__(self):
+        try:
+            ranges = self._ranges
+        except AttributeError:  # made by __new__ alone
+            ranges = self._ranges = threading.local()
         # The hot path (issue 44): one thread-local lookup, the bound push, a list append; no
         # call into _lib, no attribute chain.
         try:
-            stack = self._ranges.stack
+            stack = ranges.stack
         except AttributeError:
-            stack = self._ranges.stack = []
+            stack = ranges.stack = []
         push = _push or _bind()
         if push is _NO_LIB:
             stack.append(False)
@@ -337,6 +359,35 @@ class annotate:
             except Exception:
                 _stats["errors"] += 1
         return False
+
+
+_Annotation = _fast.Range if _fast is not None else _PureAnnotation
+
+
+class annotate(_Annotation):
+    """A ROCTX range named ``name`` on the calling thread.
+
+    As a context manager it covers the block; an exception inside still pops it, and the
+    exception propagates unchanged. As a decorator (``@annotate("n")``, ``@annotate()`` or
+    ``@annotate`` use the function's qualified name) it covers each call; for a generator,
+    coroutine or async generator it covers each resumption (a suspended one holds no range
+    open, so the thread's other work never nests inside it). Never raises into your code.
+    """
+
+    __slots__ = ("_name",)
+
+    def __new__(cls, name=None):
+        if callable(name) and not isinstance(name, str):  # bare @annotate
+            return cls(None)(name)
+        return super().__new__(cls)
+
+    def __init__(self, name=None):
+        self._name = name
+        self._label = None if name is None else _encode(name)
+        if _fast is None:
+            # Per thread: one object may be entered on several threads, and nested on each. An
+            # entry is whether that `with` pushed (no library: nothing to pop).
+            self._ranges = threading.local()
 
     def __call__(self, func):
         label = self._label

@@ -321,6 +321,21 @@ def warn(message):
         pass
 
 
+_ON = ("1", "true", "on", "yes")
+_OFF = ("", "0", "false", "off", "no")
+
+
+def flag(name):
+    """An on/off variable of the package's: True for 1 (true, on, yes), False when unset or 0
+    (false, off, no); any other value warns once and counts as off."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in _ON:
+        return True
+    if value not in _OFF:
+        warn("%s=%r is not 1 or 0 (true/false, on/off, yes/no); it stays off" % (name, os.environ.get(name)))
+    return False
+
+
 def reset_for_tests():
     with _lock:
         _state["done"] = False

@@ -20,7 +20,7 @@ import threading
 
 import roctx_utils as _pkg
 
-from . import _lib, _stats, _wrong_thread
+from . import _fast, _lib, _stats, _wrong_thread
 
 _get_ident = threading.get_ident
 
@@ -92,6 +92,19 @@ def install():
     base_exit = cls.__exit__
     base_del = cls.__dict__.get("__del__")
     lib = _lib.get()
+
+    if _fast is not None:
+        # The compiled path (issue 44): __init__, __exit__ and __del__ are C methods of the class
+        # (_fast.c), with the same behaviour as the Python ones below and no Python frame.
+        try:
+            cls.__init__, cls.__exit__, cls.__del__ = _fast.hook_trace_annotation(
+                cls, base_init, base_exit, base_del, _PLAIN, label)
+            setattr(cls, _MARK, True)
+            _wrap_start_trace(sp, jp)
+            return True
+        except Exception as e:  # the Python hooks below instead
+            _lib.warn("roctx_utils.jax.install(): the compiled hooks failed (%r); using the "
+                      "Python ones" % (e,))
 
     def __init__(self, name, **kwargs):
         base_init(self, name, **kwargs)

@@ -1,0 +1,406 @@
+/* roctx_utils._fast: the compiled fast path of roctx_utils.annotate (issue 44).
+ *
+ * The pure-Python annotate costs a Python frame for __enter__ and for __exit__, a thread-local
+ * lookup and a ctypes call for each; together about 4x a do-nothing context manager. Here
+ * __enter__ and __exit__ are C methods of the annotation's base type that call the library's
+ * push and pop through plain function pointers (the addresses ctypes already resolved: nothing
+ * is linked, so one build serves every library the package may bind). The pure-Python path
+ * stays the fallback (no compiler at install time, ROCTX_UTILS_PYTHON_PURE=1, a free-threaded
+ * CPython, another implementation), with the same behaviour; both are tested.
+ *
+ * Limited API (abi3), CPython 3.9 and later: one build per platform.
+ *
+ * What an annotation must keep (the pure path's rules, python/src/roctx_utils/__init__.py):
+ * - an exit pops only on the thread that entered (roctx ranges are a per-thread stack): each
+ *   thread keeps the objects it entered, innermost last; an exit on a thread that never entered
+ *   that object is counted (the package's wrong_thread_stops), not popped;
+ * - one object may be entered on several threads, and nested on each;
+ * - nothing raises into the caller's code.
+ *
+ * Everything runs with the GIL held (as ctypes' PyDLL calls do): the module's state is only
+ * written under it, and the per-thread stacks are the thread's own. */
+#define Py_LIMITED_API 0x03090000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <structmember.h>
+
+/* roctx_utils_range_push / roctxRangePushA and roctx_utils_range_pop / roctxRangePop. roctx's
+ * return an int this never reads: on x86-64 and AArch64 a caller that ignores the return
+ * register calls either the same way. */
+typedef void (*push_fn)(const char *);
+typedef void (*pop_fn)(void);
+
+enum { UNBOUND, BOUND, NO_LIBRARY };
+static int g_state = UNBOUND;
+static push_fn g_push;
+static pop_fn g_pop;
+/* Python callables: the binding (returns (push, pop) addresses, or None without a library),
+ * and the wrong-thread counter. Set once by setup(). */
+static PyObject *g_binder;
+static PyObject *g_wrong_thread;
+
+/* Objects a thread entered and has not exited, innermost last. Past DEPTH the entries are only
+ * counted (`unchecked`): their exits pop without the identity check. Identities only (borrowed
+ * pointers, never dereferenced). */
+#define DEPTH 64
+typedef struct {
+  const void *open[DEPTH];
+  unsigned depth;
+  size_t unchecked;
+} Stack;
+static __thread Stack t_stack;
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *label; /* bytes, or NULL/None: "annotate" */
+} Range;
+
+/* First use: asks the package for the library (found lazily, as the pure path does). */
+static void bind(void) {
+  g_state = NO_LIBRARY;
+  if (g_binder == NULL) return;
+  PyObject *r = PyObject_CallObject(g_binder, NULL);
+  if (r == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  unsigned long long push = 0, pop = 0;
+  if (r != Py_None && PyArg_ParseTuple(r, "KK", &push, &pop) && push != 0 && pop != 0) {
+    g_push = (push_fn)(uintptr_t)push;
+    g_pop = (pop_fn)(uintptr_t)pop;
+    g_state = BOUND;
+  }
+  PyErr_Clear();
+  Py_DECREF(r);
+}
+
+static const char *text_of(PyObject *label) {
+  if (label != NULL && label != Py_None && PyBytes_Check(label)) {
+    const char *s = PyBytes_AsString(label);
+    if (s != NULL) return s;
+    PyErr_Clear();
+  }
+  return "annotate";
+}
+
+static PyObject *Range_enter(PyObject *self, PyObject *unused) {
+  (void)unused;
+  if (g_state == UNBOUND) bind();
+  Stack *s = &t_stack;
+  if (s->depth < DEPTH && s->unchecked == 0) {
+    s->open[s->depth++] = self;
+  } else {
+    s->unchecked++;
+  }
+  if (g_state == BOUND) g_push(text_of(((Range *)self)->label));
+  Py_INCREF(self);
+  return self;
+}
+
+/* Removes `self` from this thread's stack: whether it was there. */
+static int take(Stack *s, const void *self) {
+  if (s->unchecked > 0) { /* deeper than DEPTH: the innermost ones are not named */
+    s->unchecked--;
+    return 1;
+  }
+  if (s->depth > 0 && s->open[s->depth - 1] == self) {
+    s->depth--;
+    return 1;
+  }
+  /* Not the innermost (a suspended frame resumed after another annotation opened here): the
+   * pure path pops the thread's innermost range then too. */
+  for (unsigned i = s->depth; i-- > 0;) {
+    if (s->open[i] == self) {
+      memmove(&s->open[i], &s->open[i + 1], (s->depth - 1 - i) * sizeof(s->open[0]));
+      s->depth--;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void wrong_thread(void) {
+  if (g_wrong_thread == NULL) return;
+  PyObject *r = PyObject_CallObject(g_wrong_thread, NULL);
+  if (r == NULL) PyErr_Clear();
+  Py_XDECREF(r);
+}
+
+static PyObject *Range_exit(PyObject *self, PyObject *args) {
+  (void)args;
+  if (take(&t_stack, self)) {
+    if (g_state == BOUND) g_pop();
+  } else {
+    wrong_thread(); /* exited on a thread that never entered it */
+  }
+  Py_INCREF(Py_False);
+  return Py_False;
+}
+
+static void Range_dealloc(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  Py_CLEAR(((Range *)self)->label);
+  freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+  free_fn(self);
+  Py_DECREF(tp);
+}
+
+static PyMethodDef Range_methods[] = {
+    {"__enter__", Range_enter, METH_NOARGS, "Pushes the range on this thread; returns self."},
+    {"__exit__", Range_exit, METH_VARARGS, "Pops it, on the thread that pushed it; returns False."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Range_members[] = {
+    {"_label", T_OBJECT, offsetof(Range, label), 0, "The label pushed (bytes; None: 'annotate')."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot Range_slots[] = {
+    {Py_tp_doc, "A ROCTX range as a context manager: the base of roctx_utils.annotate."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, Range_dealloc},
+    {Py_tp_methods, Range_methods},
+    {Py_tp_members, Range_members},
+    {0, NULL},
+};
+
+static PyType_Spec Range_spec = {
+    "roctx_utils._fast.Range", sizeof(Range), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, Range_slots,
+};
+
+/* setup(binder, wrong_thread) */
+static PyObject *setup(PyObject *module, PyObject *args) {
+  (void)module;
+  PyObject *binder, *wrong;
+  if (!PyArg_ParseTuple(args, "OO", &binder, &wrong)) return NULL;
+  PyObject *old_binder = g_binder, *old_wrong = g_wrong_thread;
+  Py_INCREF(binder);
+  Py_INCREF(wrong);
+  g_binder = binder;
+  g_wrong_thread = wrong;
+  Py_XDECREF(old_binder);
+  Py_XDECREF(old_wrong);
+  g_state = UNBOUND;
+  Py_RETURN_NONE;
+}
+
+/* push(label) -> the thread's ident: a range a caller pops with pop(ident) (jax's hooked
+ * TraceAnnotation, which opens its range in __init__). */
+static PyObject *push(PyObject *module, PyObject *label) {
+  (void)module;
+  if (g_state == UNBOUND) bind();
+  if (g_state == BOUND) g_push(text_of(label));
+  return PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+}
+
+/* pop(ident) -> whether it popped: only on the thread `ident` names. */
+static PyObject *pop(PyObject *module, PyObject *ident) {
+  (void)module;
+  unsigned long want = PyLong_AsUnsignedLong(ident);
+  if (want == (unsigned long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  if (want != PyThread_get_thread_ident()) Py_RETURN_FALSE;
+  if (g_state == BOUND) g_pop();
+  Py_RETURN_TRUE;
+}
+
+/* ---- jax.profiler.TraceAnnotation's hooks (roctx_utils.jax): C methods installed on the class
+ * with PyDescr_NewMethod, so that neither __init__, __exit__ nor __del__ adds a Python frame.
+ * One class is hooked per process (TraceAnnotation; StepTraceAnnotation and annotate_function
+ * reach it through it), so its originals live here. The range opens in __init__ (as TraceMe
+ * starts there) and closes at the first of __exit__ and __del__, on the thread that opened it:
+ * the instance keeps that thread's ident in `_roctx_utils_tid` (the pure path's attribute). */
+static PyObject *g_base_init, *g_base_exit, *g_base_del; /* the class's own (base_del may be None) */
+static PyObject *g_plain;                                  /* jax.py's _PLAIN: name -> label */
+static PyObject *g_label;                                  /* jax.py's label(name, kwargs) */
+static PyObject *g_tid_name;                               /* "_roctx_utils_tid", interned */
+static PyObject *g_dict_name;                              /* "__dict__", interned */
+
+/* (self,) + args */
+static PyObject *prepend(PyObject *self, PyObject *args) {
+  Py_ssize_t n = PyTuple_Size(args);
+  if (n < 0) return NULL;
+  PyObject *all = PyTuple_New(n + 1);
+  if (all == NULL) return NULL;
+  Py_INCREF(self);
+  PyTuple_SetItem(all, 0, self);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *item = PyTuple_GetItem(args, i);
+    Py_INCREF(item);
+    PyTuple_SetItem(all, i + 1, item);
+  }
+  return all;
+}
+
+static PyObject *hook_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+  PyObject *all = prepend(self, args);
+  if (all == NULL) return NULL;
+  PyObject *r = PyObject_Call(g_base_init, all, kwargs);
+  Py_DECREF(all);
+  if (r == NULL) return NULL; /* TraceMe's own error, unchanged */
+  Py_DECREF(r);
+  /* The label: a plain name's is cached by label(); anything else goes through it. Never
+   * raises: a label that cannot be made is label()'s "<unprintable annotation name>". */
+  /* TraceMe takes its name positionally only (it raised above otherwise). */
+  PyObject *name = PyTuple_Size(args) > 0 ? PyTuple_GetItem(args, 0) : NULL;
+  PyObject *kw = kwargs;
+  Py_XINCREF(kw);
+  int plain = kw == NULL || PyDict_Size(kw) == 0;
+  PyObject *label = NULL;
+  if (name != NULL && plain && PyUnicode_Check(name) && g_plain != NULL) {
+    label = PyDict_GetItem(g_plain, name); /* borrowed; no exception */
+    Py_XINCREF(label);
+  }
+  if (label == NULL && name != NULL && g_label != NULL) {
+    if (kw == NULL) kw = PyDict_New();
+    if (kw != NULL) label = PyObject_CallFunctionObjArgs(g_label, name, kw, NULL);
+    if (label == NULL) PyErr_Clear();
+  }
+  Py_XDECREF(kw);
+  if (g_state == UNBOUND) bind();
+  if (g_state == BOUND) g_push(text_of(label));
+  Py_XDECREF(label);
+  PyObject *tid = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+  if (tid == NULL || PyObject_SetAttr(self, g_tid_name, tid) < 0) {
+    /* Pushed but not remembered (no memory): pop now rather than never. */
+    PyErr_Clear();
+    if (g_state == BOUND) g_pop();
+  }
+  Py_XDECREF(tid);
+  Py_RETURN_NONE;
+}
+
+/* Pops `self`'s range once, on the thread that opened it (else counted). */
+static void hook_stop(PyObject *self) {
+  /* Through the instance's dict: a failed getattr would build an AttributeError (most of a
+   * microsecond) for every annotation's __del__ after its __exit__. */
+  PyObject *dict = PyObject_GetAttr(self, g_dict_name);
+  if (dict == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject *tid = PyDict_Check(dict) ? PyDict_GetItem(dict, g_tid_name) : NULL; /* borrowed */
+  if (tid == NULL) { /* never pushed, or already popped */
+    Py_DECREF(dict);
+    return;
+  }
+  Py_INCREF(tid);
+  if (PyDict_DelItem(dict, g_tid_name) < 0) PyErr_Clear();
+  Py_DECREF(dict);
+  unsigned long want = PyLong_AsUnsignedLong(tid);
+  Py_DECREF(tid);
+  if (want == (unsigned long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return;
+  }
+  if (want != PyThread_get_thread_ident()) {
+    wrong_thread();
+    return;
+  }
+  if (g_state == BOUND) g_pop();
+}
+
+static PyObject *hook_exit(PyObject *self, PyObject *args) {
+  PyObject *all = prepend(self, args);
+  PyObject *r = all != NULL ? PyObject_Call(g_base_exit, all, NULL) : NULL;
+  Py_XDECREF(all);
+  /* Popped whatever TraceMe's exit did; its result or exception passes through unchanged. */
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  hook_stop(self);
+  PyErr_Restore(type, value, traceback);
+  return r;
+}
+
+static PyObject *hook_del(PyObject *self, PyObject *unused) {
+  (void)unused;
+  hook_stop(self);
+  if (g_base_del != NULL && g_base_del != Py_None) {
+    PyObject *r = PyObject_CallFunctionObjArgs(g_base_del, self, NULL);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef hook_defs[] = {
+    {"__init__", (PyCFunction)(void (*)(void))hook_init, METH_VARARGS | METH_KEYWORDS,
+     "TraceMe's __init__, then a ROCTX range pushed on this thread (roctx_utils.jax)."},
+    {"__exit__", hook_exit, METH_VARARGS, "TraceMe's __exit__, then the range popped once (roctx_utils.jax)."},
+    {"__del__", hook_del, METH_NOARGS, "The range popped if still open (roctx_utils.jax)."},
+};
+
+/* hook_trace_annotation(cls, base_init, base_exit, base_del, plain, label)
+ *   -> (__init__, __exit__, __del__): method descriptors of cls to set on it. */
+static PyObject *hook_trace_annotation(PyObject *module, PyObject *args) {
+  (void)module;
+  PyObject *cls, *init, *exit_, *del, *plain, *label;
+  if (!PyArg_ParseTuple(args, "OOOOOO", &cls, &init, &exit_, &del, &plain, &label)) return NULL;
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "hook_trace_annotation: cls must be a class");
+    return NULL;
+  }
+  if (g_tid_name == NULL && (g_tid_name = PyUnicode_InternFromString("_roctx_utils_tid")) == NULL) return NULL;
+  if (g_dict_name == NULL && (g_dict_name = PyUnicode_InternFromString("__dict__")) == NULL) return NULL;
+  PyObject *out = PyTuple_New(3);
+  if (out == NULL) return NULL;
+  for (int i = 0; i < 3; ++i) {
+    PyObject *d = PyDescr_NewMethod((PyTypeObject *)cls, &hook_defs[i]);
+    if (d == NULL) {
+      Py_DECREF(out);
+      return NULL;
+    }
+    PyTuple_SetItem(out, i, d);
+  }
+  PyObject *keep[] = {init, exit_, del, plain, label};
+  PyObject **slots[] = {&g_base_init, &g_base_exit, &g_base_del, &g_plain, &g_label};
+  for (int i = 0; i < 5; ++i) {
+    PyObject *old = *slots[i];
+    Py_INCREF(keep[i]);
+    *slots[i] = keep[i];
+    Py_XDECREF(old);
+  }
+  return out;
+}
+
+/* bound() -> whether a library is bound (tests). */
+static PyObject *bound(PyObject *module, PyObject *unused) {
+  (void)module;
+  (void)unused;
+  if (g_state == UNBOUND) bind();
+  return PyBool_FromLong(g_state == BOUND);
+}
+
+static PyMethodDef module_methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(binder, wrong_thread): the package's two callbacks."},
+    {"push", push, METH_O, "push(label) -> ident: pushes label (bytes) on this thread."},
+    {"pop", pop, METH_O, "pop(ident) -> bool: pops, only on the thread ident names."},
+    {"bound", bound, METH_NOARGS, "bound() -> bool: whether a library is bound."},
+    {"hook_trace_annotation", hook_trace_annotation, METH_VARARGS,
+     "hook_trace_annotation(cls, init, exit, del, plain, label) -> (__init__, __exit__, __del__)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "roctx_utils._fast", "The compiled fast path of roctx_utils.annotate.", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+  PyObject *m = PyModule_Create(&module_def);
+  if (m == NULL) return NULL;
+  PyObject *range = PyType_FromSpec(&Range_spec);
+  if (range == NULL || PyModule_AddObject(m, "Range", range) < 0) {
+    Py_XDECREF(range);
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
