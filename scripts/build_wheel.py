@@ -7,6 +7,8 @@ package, the two native libraries and the `roctx` CLI, in one platform wheel.
 Layout inside the wheel (what `pip install` puts in site-packages):
 
     roctx_utils/                         the Python package (python/src/roctx_utils)
+    roctx_utils/_fast.abi3.so            the C fast path of annotate (python/build_fast.py:
+                                         abi3, so the wheel is cp39-abi3: CPython 3.9 and later)
     roctx_utils/_native/bin/roctx        the CLI; `roctx` on PATH is the console script
                                          roctx_utils._cli:main, which runs it
     roctx_utils/_native/lib/*.so         libroctx_utils_tool.so (ROCm), libroctx_utils_nvtx.so
@@ -96,8 +98,8 @@ def files():
     for d, dirs, names in os.walk(os.path.join(src, NAME)):
         dirs[:] = sorted(x for x in dirs if x != "__pycache__")
         for n in sorted(names):
-            if n.endswith((".pyc", ".pyo")):
-                continue
+            if n.endswith((".pyc", ".pyo", ".c", ".so")):
+                continue  # the C source is built (below), never shipped; no stray module
             p = os.path.join(d, n)
             out.append((os.path.relpath(p, src), p, False))
     out.append(("roctx_utils_startup.pth", os.path.join(src, "roctx_utils_startup.pth"), False))
@@ -118,9 +120,6 @@ def main():
     for p in [a.roctx] + libs:
         if not os.path.isfile(p):
             sys.exit("build_wheel.py: %s does not exist" % p)
-    tag, glibc, cxx = (a.tag, None, None) if a.tag else platform_tag([a.roctx] + libs)
-    if glibc:
-        print("build_wheel.py: needs GLIBC %s, GLIBCXX %s: %s" % (".".join(map(str, glibc)), ".".join(map(str, cxx)), tag), file=sys.stderr)
     # Debug sections stripped from copies (symbols kept: backtraces still name functions), as
     # release wheels ship: a third of the size.
     tmpdir = tempfile.mkdtemp(prefix="roctx_wheel_")
@@ -134,8 +133,20 @@ def main():
         return p
 
     entries = files()
+    # The compiled fast path (issue 44), for this platform; a release without it would be
+    # slower for every user, so it is required here (`pip install ./python` falls back instead).
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import build_fast
+    fast, reason = build_fast.build(tmpdir)
+    if fast is None:
+        sys.exit("build_wheel.py: the compiled fast path could not be built: %s" % reason)
+    entries.append((NAME + "/" + build_fast.MODULE, fast, False))
     entries.append((NAME + "/_native/bin/roctx", stripped(a.roctx), True))
     entries += [(NAME + "/_native/lib/" + os.path.basename(p), stripped(p), True) for p in libs]
+    tag, glibc, cxx = (a.tag, None, None) if a.tag else platform_tag([a.roctx, fast] + libs)
+    if glibc:
+        print("build_wheel.py: needs GLIBC %s, GLIBCXX %s: %s" % (".".join(map(str, glibc)), ".".join(map(str, cxx)), tag), file=sys.stderr)
+    tag = "%s-%s" % (build_fast.ABI_TAG, tag)
 
     dist_info = "%s-%s.dist-info" % (NAME, meta["version"])
     readme = open(os.path.join(ROOT, "python", "README.md"), encoding="utf-8").read()
@@ -155,7 +166,7 @@ def main():
         "",
         readme,
     ])
-    wheel = "Wheel-Version: 1.0\nGenerator: roctx_utils scripts/build_wheel.py\nRoot-Is-Purelib: false\nTag: py3-none-%s\n" % tag
+    wheel = "Wheel-Version: 1.0\nGenerator: roctx_utils scripts/build_wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" % tag
     entry_points = "[console_scripts]\nroctx = roctx_utils._cli:main\n"
     generated = [(dist_info + "/METADATA", metadata.encode()), (dist_info + "/WHEEL", wheel.encode()),
                  (dist_info + "/entry_points.txt", entry_points.encode())]
@@ -163,7 +174,7 @@ def main():
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     date = time.gmtime(max(epoch, 315532800))[:6]
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, "%s-%s-py3-none-%s.whl" % (NAME, meta["version"], tag))
+    path = os.path.join(a.out, "%s-%s-%s.whl" % (NAME, meta["version"], tag))
     record = []
 
     def add(z, name, data, executable):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Builds the binary wheel, dist/roctx_utils-<version>-py3-none-manylinux_2_<N>_x86_64.whl
+# Builds the binary wheel, dist/roctx_utils-<version>-cp39-abi3-manylinux_2_<N>_x86_64.whl
 # (scripts/build_wheel.py: `pip install` it and `roctx` is on PATH), and the release tarball,
 # dist/roctx_utils-<version>-linux-x86_64.tar.gz (or OUT_DIR/...), one directory that profiles
 # any process once unpacked (README, "Profile any process"):

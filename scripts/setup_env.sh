@@ -5,8 +5,9 @@
 export DEBIAN_FRONTEND=noninteractive
 # Debian's offline Bazel 4.2.3, googletest sources, skylib, Google Benchmark for //bench, and
 # python3-venv (Debian's python3 cannot `python3 -m venv` without it) for the xprof venv of
-# scripts/test.sh, and patch, which applies integrations/xla's patch in a test.
-APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev python3-venv patch)
+# scripts/test.sh, python3-dev (Python.h: the Python package's compiled fast path, issue 44),
+# and patch, which applies integrations/xla's patch in a test.
+APT_PACKAGES=(bazel-bootstrap googletest bazel-skylib libbenchmark-dev python3-venv python3-dev patch)
 BAZEL=bazel-4  # never the /usr/bin/bazel wrapper: it trips over .bazelversion files
 
 # rustup installs into ~/.cargo/bin, which a non-login shell may not have on PATH.

@@ -412,10 +412,17 @@ run_python() {
     return
   fi
   record "python: install" 1 0
-  log=$dir/unit.log
-  (cd python/tests && env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_PYTHON_HOOKS ROCTX_UTILS_TEST_LIBRARY="$lib" \
-    "$XPROF_VENV/bin/python" test_roctx_utils.py) 2>&1 | tee "$log"
-  record_result "python: unit tests" "$log" "python package" "${PIPESTATUS[0]}" test_roctx_utils.py
+  # Twice: on the compiled fast path `pip install` built (issue 44), then on the pure-Python
+  # fallback; each run checks it took the path it was told to.
+  local path pure
+  for path in compiled python; do
+    log=$dir/unit_$path.log
+    pure=0
+    [ "$path" = python ] && pure=1
+    (cd python/tests && env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_PYTHON_HOOKS ROCTX_UTILS_TEST_LIBRARY="$lib" \
+      ROCTX_UTILS_PYTHON_PURE=$pure ROCTX_UTILS_TEST_PATH=$path "$XPROF_VENV/bin/python" test_roctx_utils.py) 2>&1 | tee "$log"
+    record_result "python: unit tests ($path)" "$log" "python package" "${PIPESTATUS[0]}" test_roctx_utils.py
+  done
   for mode in explicit zero-code; do
     local hooks=0
     [ "$mode" = zero-code ] && hooks=1

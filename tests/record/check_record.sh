@@ -677,8 +677,15 @@ if [ -n "$WHEEL" ] && [ -f "$WHEEL" ]; then
   else
     fail "wheel: import roctx_utils" "$out"
   fi
+  # Annotations take the compiled fast path the wheel carries (issue 44).
+  if out=$(cd "$WORK" && "$venv/bin/python" -c 'import roctx_utils; print(roctx_utils.implementation(), roctx_utils._fast.__file__)' 2>&1) &&
+    [ "$out" = "compiled $site/roctx_utils/_fast.abi3.so" ]; then
+    pass "wheel: annotate takes the compiled path (roctx_utils/_fast.abi3.so)"
+  else
+    fail "wheel: the compiled path" "$out"
+  fi
   # The tag: the one auditwheel (PyPI) reads from the ELF files' symbol versions.
-  tag=$(basename "$WHEEL" .whl | sed 's/.*-py3-none-//')
+  tag=$(basename "$WHEEL" .whl | sed -E 's/.*-cp[0-9]+-abi3-//')
   if "$venv/bin/pip" install -q auditwheel >"$WORK/auditwheel.log" 2>&1; then
     "$venv/bin/auditwheel" show "$WHEEL" >"$WORK/auditwheel.log" 2>&1
     if tr '\n' ' ' <"$WORK/auditwheel.log" | grep -qE "platform tag:? +\"$tag\""; then

@@ -23,7 +23,7 @@ def main():
     if path is None:
         sys.stderr.write("roctx: this roctx_utils installation has no native CLI (pip install ./python "
                          "is the pure-Python package): install the binary wheel "
-                         "(roctx_utils-<version>-py3-none-manylinux_*.whl) or use the release "
+                         "(roctx_utils-<version>-cp39-abi3-manylinux_*.whl) or use the release "
                          "tarball's bin/roctx\n")
         return 2
     try:
