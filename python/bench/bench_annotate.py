@@ -8,7 +8,10 @@ Per enter+exit pair, best of 5 rounds of 20,000 (ns), single thread:
   do-nothing context manager        a class with __enter__ returning self and __exit__ (the
                                     floor a Python context manager costs; issue 44's target is
                                     roctx_utils.annotate within 2x of it)
-  roctx_utils.annotate              our context manager
+  roctx_utils.annotate              our context manager, on the path the package took
+                                    (roctx_utils.implementation(): "compiled", the C fast path,
+                                    or "python")
+  roctx_utils.annotate, pure Python the pure-Python path, the fallback, in the same run
   roctx_utils ranges, raw           the two ctypes calls alone (push, pop)
   torch.cuda.nvtx.range             PyTorch's NVTX context manager (--torch; under the NVTX
                                     injection this is the vendor path into the same library)
@@ -67,8 +70,18 @@ def main():
     rows.append(("do-nothing context manager", floor))
     a = roctx_utils.annotate("step")
     ours = best(pairs(lambda: a))
-    rows.append(("roctx_utils.annotate", ours))
+    rows.append(("roctx_utils.annotate (%s)" % roctx_utils.implementation(), ours))
     rows.append(("  ... times the do-nothing one", ours / floor))
+    if roctx_utils.implementation() != "python":
+        class Pure(roctx_utils._PureAnnotation):
+            __slots__ = ()
+
+            def __init__(self, label):
+                self._label = label
+        p = Pure(b"step")
+        pure = best(pairs(lambda: p))
+        rows.append(("roctx_utils.annotate, pure Python", pure))
+        rows.append(("  ... times the do-nothing one", pure / floor))
     lib = roctx_utils._lib.get()
     if lib is not None:
         def raw():
