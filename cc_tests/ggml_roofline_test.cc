@@ -527,8 +527,10 @@ int MoeLayerSharesACountedCopy() {
     const int polled = Queries();
     RunOps(dispatch, {&l.argsort, &l.gate}, &stream, &t);
     // The worker polls every 0.5 ms: once it has polled the gate's copy (seen done), 20 ms more
-    // for it to count it. A fixed 20 ms after the first poll was too short under TSan on a
-    // loaded 2-core machine (the worker's poll of the copy came later).
+    // for it to count it, so that up and down usually take the counted routing. The count is
+    // not needed for the assertion: an op that meets the worker mid-count waits for it and
+    // shares it (issue 42: under TSan on a loaded 2-core machine the worker was descheduled
+    // mid-count for more than 20 ms, 1 run in 32, and up copied the ids again).
     WaitForAPollAfter(polled);
     usleep(20000);
     RunOps(dispatch, {&l.up, &l.down}, &stream, &t);

@@ -300,7 +300,9 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
     // Registered now, after the runtime's, so it runs before it.
     static AT_EXIT: std::sync::Once = std::sync::Once::new();
     AT_EXIT.call_once(|| roctx_sys::os::at_exit(resolve_at_exit));
-    let started = {
+    // Whether this op already waited for the worker to finish counting the copy it would share.
+    let mut waited = false;
+    let started = loop {
         let mut guard = RING.lock().unwrap_or_else(PoisonError::into_inner);
         let ring = guard.get_or_insert_with(|| Ring { copy, slots: Vec::new(), free: Vec::new(), pending: VecDeque::new(), side: HashMap::new(), chunk: std::ptr::null_mut(), chunk_left: 0 });
         if matches!(WORKER.get(), Some(None)) && ring.pending.len() >= SLOTS / 2 {
@@ -326,6 +328,17 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
                             record_counted(&[invocation], routing.as_ref());
                             return true;
                         }
+                        if !waited && !ring.free.contains(&last.slot) && !ring.pending.contains(&last.slot) {
+                            // The worker is counting this very copy (its job taken out, in
+                            // neither list): wait for that count, which holds COUNTING (taken
+                            // before RING, never after), then share it. A new copy of the same
+                            // bytes would cost the runtime calls sharing saves, and under load
+                            // the worker can be descheduled mid-count for a whole time slice.
+                            drop(guard);
+                            waited = true;
+                            drop(COUNTING.lock().unwrap_or_else(PoisonError::into_inner));
+                            continue;
+                        }
                     }
                 }
             }
@@ -336,7 +349,7 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
             return false;
         };
         // SAFETY: per contract.
-        match unsafe { ring.enqueue(slot, stream, src, layout) } {
+        break match unsafe { ring.enqueue(slot, stream, src, layout) } {
             Ok(done) => {
                 let mut invocations = [0; MAX_SHARERS];
                 invocations[0] = invocation;
@@ -355,7 +368,7 @@ pub unsafe fn start(invocation: u32, stream: *mut c_void, src: *const c_void, la
                 failed(error);
                 false
             }
-        }
+        };
     };
     if started {
         wake_worker();
