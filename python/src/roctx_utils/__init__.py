@@ -242,13 +242,15 @@ class _Range:
     __slots__ = ("_lib", "_thread", "_open")
 
     def __init__(self, label):
-        self._lib = None if _fast is not None else _lib.get()
-        self._thread = threading.get_ident()
+        self._lib = None
         self._open = False
         if _fast is not None:
-            self._thread = _fast.push(label)
+            self._thread = _fast.push(label)  # this thread's ident
             self._open = True
-        elif self._lib is not None:
+            return
+        self._thread = threading.get_ident()
+        self._lib = _lib.get()
+        if self._lib is not None:
             try:
                 self._lib.range_push(label)
                 self._open = True

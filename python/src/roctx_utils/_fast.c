@@ -247,23 +247,21 @@ static PyObject *hook_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (r == NULL) return NULL; /* TraceMe's own error, unchanged */
   Py_DECREF(r);
   /* The label: a plain name's is cached by label(); anything else goes through it. Never
-   * raises: a label that cannot be made is label()'s "<unprintable annotation name>". */
-  /* TraceMe takes its name positionally only (it raised above otherwise). */
+   * raises: a label that cannot be made is label()'s "<unprintable annotation name>". TraceMe
+   * takes its name positionally only (it raised above otherwise). */
   PyObject *name = PyTuple_Size(args) > 0 ? PyTuple_GetItem(args, 0) : NULL;
-  PyObject *kw = kwargs;
-  Py_XINCREF(kw);
-  int plain = kw == NULL || PyDict_Size(kw) == 0;
+  int plain = kwargs == NULL || PyDict_Size(kwargs) == 0;
   PyObject *label = NULL;
   if (name != NULL && plain && PyUnicode_Check(name) && g_plain != NULL) {
     label = PyDict_GetItem(g_plain, name); /* borrowed; no exception */
     Py_XINCREF(label);
   }
   if (label == NULL && name != NULL && g_label != NULL) {
-    if (kw == NULL) kw = PyDict_New();
+    PyObject *kw = kwargs != NULL ? kwargs : PyDict_New(); /* label() takes a dict */
     if (kw != NULL) label = PyObject_CallFunctionObjArgs(g_label, name, kw, NULL);
+    if (kw != kwargs) Py_XDECREF(kw);
     if (label == NULL) PyErr_Clear();
   }
-  Py_XDECREF(kw);
   if (g_state == UNBOUND) bind();
   if (g_state == BOUND) g_push(text_of(label));
   Py_XDECREF(label);
@@ -370,19 +368,10 @@ static PyObject *hook_trace_annotation(PyObject *module, PyObject *args) {
   return out;
 }
 
-/* bound() -> whether a library is bound (tests). */
-static PyObject *bound(PyObject *module, PyObject *unused) {
-  (void)module;
-  (void)unused;
-  if (g_state == UNBOUND) bind();
-  return PyBool_FromLong(g_state == BOUND);
-}
-
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS, "setup(binder, wrong_thread): the package's two callbacks."},
     {"push", push, METH_O, "push(label) -> ident: pushes label (bytes) on this thread."},
     {"pop", pop, METH_O, "pop(ident) -> bool: pops, only on the thread ident names."},
-    {"bound", bound, METH_NOARGS, "bound() -> bool: whether a library is bound."},
     {"hook_trace_annotation", hook_trace_annotation, METH_VARARGS,
      "hook_trace_annotation(cls, init, exit, del, plain, label) -> (__init__, __exit__, __del__)."},
     {NULL, NULL, 0, NULL},
