@@ -325,14 +325,14 @@ _ON = ("1", "true", "on", "yes")
 _OFF = ("", "0", "false", "off", "no")
 
 
-def flag(name):
+def flag(name, off="it stays off"):
     """An on/off variable of the package's: True for 1 (true, on, yes), False when unset or 0
-    (false, off, no); any other value warns once and counts as off."""
+    (false, off, no); any other value warns (ending with ``off``) and counts as off."""
     value = os.environ.get(name, "").strip().lower()
     if value in _ON:
         return True
     if value not in _OFF:
-        warn("%s=%r is not 1 or 0 (true/false, on/off, yes/no); it stays off" % (name, os.environ.get(name)))
+        warn("%s=%r is not 1 or 0 (true/false, on/off, yes/no); %s" % (name, os.environ.get(name), off))
     return False
 
 

@@ -4,13 +4,9 @@ imports jax (its TraceAnnotations become ROCTX ranges) and ``roctx_utils.torch.i
 after it imports torch (torch.profiler shares CUPTI with us cleanly), with no change to the
 script. Anything unexpected is said on stderr and never stops the interpreter."""
 
-import os
 import sys
 
 from . import _lib
-
-_ON = ("1", "true", "on", "yes")
-_OFF = ("0", "false", "off", "no", "")
 
 
 def _install(name):
@@ -64,12 +60,7 @@ class _ImportHook:
 
 
 def _setup():
-    value = os.environ.get("ROCTX_UTILS_PYTHON_HOOKS", "").strip().lower()
-    if value in _OFF:
-        return
-    if value not in _ON:
-        _lib.warn("ROCTX_UTILS_PYTHON_HOOKS=%r is not 1 or 0 (true/false, on/off, yes/no); "
-                  "the hooks stay off" % os.environ.get("ROCTX_UTILS_PYTHON_HOOKS"))
+    if not _lib.flag("ROCTX_UTILS_PYTHON_HOOKS", "the hooks stay off"):
         return
     hook = _ImportHook()
     for name in sorted(hook.waiting):
