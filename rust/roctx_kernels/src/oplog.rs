@@ -1,29 +1,33 @@
-//! Each thread's pending op-scope changes, appended without the stage's lock (issue 42).
+//! Each thread's pending op-scope changes, appended without a lock (issue 42).
 //!
 //! An op scope begun once per graph node (llama.cpp's `begin_op`) used to take the stage's one
 //! mutex, which the source's thread holds while it joins a delivered buffer (tens of µs for a
 //! CUPTI buffer of a few hundred kernels): a launching thread that met it waited out the rest of
 //! the join, and on launch-bound ops that wait was most of what the hook cost over CUPTI alone.
 //! Now a thread appends its changes (a scope entered, an invocation begun, a fused group) to a
-//! log of its own, behind a mutex only it and the stage's reader take, and the reader moves
-//! them into the stage ([`crate::store`]) at the start of everything that reads the stage, under
-//! the stage's lock. The reader swaps the log's vector out (holding the thread's lock for a
-//! swap, not for the merge), so the launching thread never waits for a join.
+//! ring of its own, and the reader moves them into the stage ([`crate::store`]) at the start of
+//! everything that reads the stage, under the stage's lock (so there is one reader at a time).
+//!
+//! The ring is single-producer, single-consumer: the owning thread writes an entry's words with
+//! relaxed stores and publishes it with one release store of its `head`; the reader takes the
+//! entries below `head` (acquire) and hands their slots back with one release store of `tail`.
+//! No atomic read-modify-write and no lock on the appending side: an uncontended mutex here was
+//! two of them per change (`lock cmpxchg` and the unlock's swap), once per graph node.
 //!
 //! Order: a thread's entries are merged in the order it made them, and before any launch
 //! record of a kernel it launched after them can be delivered (the launch call comes after the
 //! entry, its record after the call), so the join sees what the thread saw.
 //!
-//! Bounds: a log holds at most [`PENDING`] entries; the thread that fills it merges it itself
-//! (taking the stage's lock once per [`PENDING`] changes, only when no reader came by). The
-//! vectors are allocated once per thread at that capacity and handed back and forth, never
-//! grown: no allocation on the hot path after a thread's first change.
+//! Bounds: a ring holds [`PENDING`] entries; the append that fills it tells its thread to merge
+//! (taking the stage's lock once per [`PENDING`] changes, only when no reader came by). Its
+//! slots are allocated once per thread, at its first change: no allocation on the hot path.
 use std::cell::OnceCell;
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::ops::Geometry;
 
-/// Entries a thread's log holds before that thread merges it itself.
+/// Entries a thread's ring holds; the append that fills it has its thread merge.
 pub(crate) const PENDING: usize = 4096;
 
 /// One change a thread made.
@@ -49,10 +53,45 @@ pub(crate) enum What {
     Fuse { id: u32, geometry: Geometry, resets: u64 },
 }
 
-/// A thread's log.
+/// `u64` words per entry: thread, time, kind | id << 32, geometry, resets.
+const WORDS: usize = 5;
+
+impl Entry {
+    fn encode(self) -> [u64; WORDS] {
+        let (kind, id, geometry, resets) = match self.what {
+            What::Scope { invocation } => (0, invocation, 0, 0),
+            What::Begin { id, geometry, resets } => (1, id, geometry, resets),
+            What::Fuse { id, geometry, resets } => (2, id, geometry, resets),
+        };
+        [self.thread, self.at_ns, kind | u64::from(id) << 32, u64::from(geometry), resets]
+    }
+
+    fn decode([thread, at_ns, w2, geometry, resets]: [u64; WORDS]) -> Entry {
+        let id = (w2 >> 32) as u32; // CAST: the high half holds the id
+        let geometry = geometry as Geometry; // CAST: stored from a Geometry
+        let what = match w2 & 0xff {
+            0 => What::Scope { invocation: id },
+            1 => What::Begin { id, geometry, resets },
+            _ => What::Fuse { id, geometry, resets },
+        };
+        Entry { thread, at_ns, what }
+    }
+}
+
+/// Keeps a counter on a cache line of its own (and the adjacent line a prefetcher pairs with
+/// it): the owner stores `head` per change, the reader `tail` per merge.
+#[repr(align(128))]
 #[derive(Debug, Default)]
+struct Padded(AtomicUsize);
+
+/// A thread's ring.
+#[derive(Debug)]
 struct Log {
-    pending: Mutex<Vec<Entry>>,
+    /// Entries appended, ever (the owner stores it, release).
+    head: Padded,
+    /// Entries merged, ever (the reader stores it, release, under the stage's lock).
+    tail: Padded,
+    slots: Box<[[AtomicU64; WORDS]]>,
 }
 
 /// Every thread's log (a thread's stays here after it exits until the reader found it empty).
@@ -68,49 +107,83 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn register() -> Arc<Log> {
-    let log = Arc::new(Log { pending: Mutex::new(Vec::with_capacity(PENDING)) });
+    let slots = (0..PENDING).map(|_| Default::default()).collect();
+    let log = Arc::new(Log { head: Padded::default(), tail: Padded::default(), slots });
     lock(&LOGS).push(Arc::clone(&log));
     log
 }
 
-/// Appends `entry` to the calling thread's log: `Ok(full)` (`full`: the caller merges now), or
-/// `Err(entry)` while the thread's locals are being torn down (the caller takes the stage's
-/// lock and applies it directly).
+/// Appends `entry` to the calling thread's ring: `Ok(full)` (`full`: the caller merges now),
+/// or `Err(entry)`, not appended, while the thread's locals are being torn down or if a caller
+/// ignored `full` (the caller takes the stage's lock, which merges what is pending first, and
+/// applies it then: the thread's order is kept).
+#[inline]
 pub(crate) fn push(entry: Entry) -> Result<bool, Entry> {
     LOCAL
         .try_with(|log| {
-            let mut pending = lock(&log.get_or_init(register).pending);
-            pending.push(entry);
-            pending.len() >= PENDING
+            let log = log.get_or_init(register);
+            let head = log.head.0.load(Ordering::Relaxed); // only this thread stores it
+            let tail = log.tail.0.load(Ordering::Acquire); // the reader is done with those slots
+            let used = head.wrapping_sub(tail);
+            if used >= PENDING {
+                return None;
+            }
+            for (cell, word) in log.slots[head % PENDING].iter().zip(entry.encode()) {
+                cell.store(word, Ordering::Relaxed);
+            }
+            log.head.0.store(head.wrapping_add(1), Ordering::Release);
+            Some(used + 1 >= PENDING)
         })
-        .map_err(|_| entry)
+        .ok()
+        .flatten()
+        .ok_or(entry)
 }
 
-/// Moves every thread's pending entries out, in each thread's order, to `apply` (the caller
-/// holds the stage's lock). `spare` is an empty vector of capacity [`PENDING`] the reader keeps
-/// between calls; it is swapped into each log, so each thread always has one to append to.
-pub(crate) fn drain(spare: &mut Vec<Entry>, mut apply: impl FnMut(Entry)) {
+/// Moves every thread's pending entries out, in each thread's order, to `apply`. The caller
+/// holds the stage's lock: one reader at a time.
+pub(crate) fn drain(mut apply: impl FnMut(Entry)) {
     let mut logs = lock(&LOGS);
     logs.retain(|log| {
-        {
-            let mut pending = lock(&log.pending);
-            if !pending.is_empty() {
-                if spare.capacity() < PENDING {
-                    spare.reserve_exact(PENDING);
-                }
-                std::mem::swap(&mut *pending, spare);
+        // Whether its thread is gone, read before the entries: a thread that appended and then
+        // exited between the two reads would otherwise be forgotten with an entry unread.
+        let exited = Arc::strong_count(log) == 1;
+        fence(Ordering::Acquire);
+        let tail = log.tail.0.load(Ordering::Relaxed); // readers are serialized by the stage's lock
+        let head = log.head.0.load(Ordering::Acquire);
+        let mut at = tail;
+        #[cfg(test)]
+        let mut last = None;
+        while at != head {
+            let words = std::array::from_fn(|w| log.slots[at % PENDING][w].load(Ordering::Relaxed));
+            let entry = Entry::decode(words);
+            #[cfg(test)]
+            {
+                last = Some(entry);
             }
+            apply(entry);
+            at = at.wrapping_add(1);
         }
-        spare.drain(..).for_each(&mut apply);
+        if head != tail {
+            log.tail.0.store(head, Ordering::Release);
+        }
+        #[cfg(test)]
+        AFTER_READ.with(|hook| hook.borrow_mut().as_mut().map(|hook| hook(last)));
         // A thread that exited (only this list holds its log) and left nothing is forgotten.
-        Arc::strong_count(log) > 1
+        !exited
     });
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: runs on the reading thread after each log's entries were read (the last one read
+    /// given), before the log is kept or forgotten.
+    pub(crate) static AFTER_READ: std::cell::RefCell<Option<Box<dyn FnMut(Option<Entry>)>>> = std::cell::RefCell::new(None);
 }
 
 /// Whether the calling thread has a log (tests).
 #[cfg(test)]
 pub(crate) fn pending_here() -> usize {
-    LOCAL.try_with(|log| log.get().map_or(0, |log| lock(&log.pending).len())).unwrap_or(0)
+    LOCAL.try_with(|log| log.get().map_or(0, |log| log.head.0.load(Ordering::Relaxed).wrapping_sub(log.tail.0.load(Ordering::Relaxed)))).unwrap_or(0)
 }
 
 thread_local! {
@@ -130,7 +203,7 @@ pub(crate) fn fork_parent() {
 }
 
 /// After `fork()`, in the child: only the forking thread exists; the other threads' logs (one
-/// may have been left locked mid-append) are forgotten, and its own is emptied (the parent's
+/// may have been left mid-append) are forgotten, and its own is emptied (the parent's
 /// changes are the parent's).
 pub(crate) fn fork_child() {
     let _ = HELD.try_with(|h| {
@@ -138,7 +211,7 @@ pub(crate) fn fork_child() {
             logs.clear();
             // Not `get_or_init`: registering takes the list's lock, held here.
             if let Ok(Some(own)) = LOCAL.try_with(|log| log.get().cloned()) {
-                lock(&own.pending).clear();
+                own.tail.0.store(own.head.0.load(Ordering::Relaxed), Ordering::Release);
                 logs.push(own);
             }
         }

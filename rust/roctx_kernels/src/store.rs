@@ -184,8 +184,6 @@ struct State {
     newest_by_thread: HashMap<u64, u64>,
     newest_launch: u64,
     scopes: ScopeLogs,
-    /// The vector [`oplog::drain`] swaps into each thread's log.
-    spare: Vec<Entry>,
 }
 
 /// Threads whose newest launch is kept for [`settle`]; past it a dispatch of a thread not
@@ -636,9 +634,7 @@ pub fn snapshot() -> KernelSnapshot {
 impl State {
     /// Moves every thread's pending op-log entries into the stage.
     fn merge_pending(&mut self) {
-        let mut spare = std::mem::take(&mut self.spare);
-        oplog::drain(&mut spare, |e| self.apply(e));
-        self.spare = spare;
+        oplog::drain(|e| self.apply(e));
     }
 
     /// One op-log entry, in its thread's order.

@@ -456,3 +456,82 @@ fn a_remembered_fused_group_repoints_its_invocation_without_the_lock_until_a_res
     reset();
     assert!(!fuse_invocation_at(id, fused), "the reset cleared the table: the caller describes the group again");
 }
+
+#[test]
+fn op_log_entries_arrive_once_and_in_order_while_a_reader_drains_and_their_threads_exit() {
+    use crate::oplog::{drain, push, Entry, What};
+    let _g = serial();
+    // Four appending threads, each exiting right after its last entry, against one reader that
+    // drains in a loop (the stage's lock makes it one in the library): every entry once, each
+    // thread's in order, none left behind with an exited thread. A full ring refuses the entry
+    // (the writer here waits for the reader instead of merging itself).
+    const PER_THREAD: u64 = 20_000;
+    let writers: Vec<_> = (0..4u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    let entry = Entry { thread: 9_000 + t, at_ns: i + 1, what: What::Scope { invocation: (i % 5) as u32 } };
+                    while push(entry).is_err() {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut seen = [0u64; 4];
+    let mut check = |e: Entry| {
+        if (9_000..9_004).contains(&e.thread) {
+            let t = (e.thread - 9_000) as usize;
+            assert_eq!(e.at_ns, seen[t] + 1, "thread {t}: entries in order, none lost or repeated");
+            assert_eq!(e.what, What::Scope { invocation: (seen[t] % 5) as u32 });
+            seen[t] = e.at_ns;
+        }
+    };
+    while !writers.iter().all(|w| w.is_finished()) {
+        drain(&mut check);
+    }
+    for w in writers {
+        w.join().expect("a writer");
+    }
+    drain(&mut check);
+    assert_eq!(seen, [PER_THREAD; 4], "every entry of every exited thread");
+}
+
+#[test]
+fn an_entry_appended_just_before_its_thread_exits_is_kept_by_a_reader_that_was_reading_its_log() {
+    use crate::oplog::{drain, push, Entry, What, AFTER_READ};
+    use std::sync::mpsc::channel;
+    let _g = serial();
+    // The flake of issue 42 (ALargeRoutingIsReadBackWholeToo): the MoE worker was merging the
+    // launching thread's log when that thread made its last scope change and exited (the
+    // process's exit runs thread-local destructors before the report). The reader, resumed,
+    // saw the log held by nobody and forgot it with the change unread.
+    let entry = |at_ns| Entry { thread: 9_100, at_ns, what: What::Scope { invocation: at_ns as u32 } };
+    let (ready_tx, ready_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let writer = std::thread::spawn(move || {
+        assert_eq!(push(entry(1)), Ok(false));
+        ready_tx.send(()).expect("the test waits");
+        go_rx.recv().expect("the test says go");
+        assert_eq!(push(entry(2)), Ok(false));
+    });
+    ready_rx.recv().expect("the writer's first entry");
+    let mut writer = Some(writer);
+    AFTER_READ.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move |last: Option<Entry>| {
+            // Right after this drain read the writer's first entry: it appends and exits.
+            if last.is_some_and(|e| e.thread == 9_100) {
+                if let Some(w) = writer.take() {
+                    go_tx.send(()).expect("the writer waits");
+                    w.join().expect("the writer");
+                }
+            }
+        }))
+    });
+    let mut got = Vec::new();
+    drain(|e| got.extend((e.thread == 9_100).then_some(e.at_ns)));
+    AFTER_READ.with(|hook| hook.borrow_mut().take());
+    assert_eq!(got, [1]);
+    drain(|e| got.extend((e.thread == 9_100).then_some(e.at_ns)));
+    assert_eq!(got, [1, 2], "the exited thread's last entry is merged by the next reader");
+}
