@@ -58,7 +58,7 @@ pub use names::{demangle, MAX_DEMANGLED_NAME};
 pub use ops::{Geometry, OpDescriptor};
 pub use store::{
     begin_invocation, begin_invocation_at, begin_invocation_at_scoped, begin_invocation_keyed, count_not_seen, count_rejected, count_sdk_dropped, fork_child, fork_parent, fork_prepare, fuse_invocation, fuse_invocation_at, group_geometry, GeometryKey, invocations_started, kernel_name,
-    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, settle_all, source_restarted, snapshot,
+    record_dispatch, record_launches, register_kernel_symbol, reset, scope_changed, set_device, set_expert_routing, set_experts_used, settle, settle_all, source_restarted, snapshot, start_clock,
     stats, Dispatch, Invocation, KernelSnapshot, KernelStats, RawDispatch, FUTURE_SLACK_NS, MAX_DISPATCHES, MAX_DISPATCH_NS, MAX_GEOMETRIES, MAX_INVOCATIONS, MAX_KERNEL_NAMES,
 };
 pub use join::Launch;

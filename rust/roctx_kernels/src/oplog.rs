@@ -35,7 +35,7 @@ pub(crate) const PENDING: usize = 4096;
 pub(crate) struct Entry {
     /// The thread whose scope changed (the caller's OS id, as the launch records name it).
     pub(crate) thread: u64,
-    /// When (`CLOCK_BOOTTIME` ns).
+    /// When: a stamp (`CLOCK_BOOTTIME` ns, or TSC ticks that the merge converts).
     pub(crate) at_ns: u64,
     pub(crate) what: What,
 }

@@ -184,6 +184,65 @@ struct State {
     newest_by_thread: HashMap<u64, u64>,
     newest_launch: u64,
     scopes: ScopeLogs,
+    /// (ticks, ns) pairs read at earlier merges, oldest first ([`Stamps`]).
+    clock_pairs: std::collections::VecDeque<(u64, u64)>,
+}
+
+/// Least BOOTTIME time between two pairs [`Stamps`] keeps, and the most it lets pass without
+/// reading one while the stage is read.
+const CLOCK_PAIR_NS: u64 = 10_000_000;
+/// Pairs kept (the newest ones): stamps older than the oldest (30 ms or more) are extrapolated
+/// along a rate measured over at least [`CLOCK_PAIR_NS`].
+const CLOCK_PAIRS: usize = 4;
+
+/// Turns the TSC stamps of op-log entries (the launching thread reads `rdtsc`, not the vDSO's
+/// BOOTTIME: issue 42) into BOOTTIME nanoseconds at a merge, the clock of the launch records
+/// they are joined with: interpolated between the (ticks, ns) pairs the stage read at its
+/// recent merges and one read now, without the clock module's calibration lock (the fork
+/// handlers take that lock before the stage's, which a merge holds). A stamp in nanoseconds
+/// passes as it is. A pair's error is half a `rdtsc` pair's window (tens of ns); a scope change
+/// and the launch it precedes are half a launch call (a µs or more) apart.
+struct Stamps<'a> {
+    pairs: &'a mut std::collections::VecDeque<(u64, u64)>,
+    calibration: Option<roctx_sys::clock::Calibration>,
+}
+
+impl<'a> Stamps<'a> {
+    fn new(pairs: &'a mut std::collections::VecDeque<(u64, u64)>) -> Stamps<'a> {
+        Stamps { pairs, calibration: None }
+    }
+
+    fn converted(&mut self, mut e: Entry) -> Entry {
+        if roctx_sys::clock::is_ticks(e.at_ns) {
+            let pairs = &mut *self.pairs;
+            let calibration = self.calibration.get_or_insert_with(|| {
+                let now = roctx_sys::clock::read_pair();
+                let points = pairs.iter().copied().chain([now]).collect();
+                keep_pair(pairs, now);
+                roctx_sys::clock::Calibration::new(points)
+            });
+            e.at_ns = calibration.to_ns(e.at_ns);
+        }
+        e
+    }
+}
+
+/// Reads the first (ticks, ns) pair the stage converts op-log stamps with ([`Stamps`]). A
+/// source calls it before its first scope change can be logged (kernel tracing starting), so
+/// that every stamp falls after a pair and is interpolated, never extrapolated along a rate
+/// measured over a few hundred ns (the first merge would read its first pair otherwise).
+pub fn start_clock() {
+    with(|_| ());
+}
+
+/// Keeps `pair` if it is [`CLOCK_PAIR_NS`] past the newest kept one.
+fn keep_pair(pairs: &mut std::collections::VecDeque<(u64, u64)>, pair: (u64, u64)) {
+    if pairs.back().map_or(true, |&(_, ns)| pair.1 >= ns + CLOCK_PAIR_NS) {
+        if pairs.len() >= CLOCK_PAIRS {
+            pairs.pop_front();
+        }
+        pairs.push_back(pair);
+    }
 }
 
 /// Threads whose newest launch is kept for [`settle`]; past it a dispatch of a thread not
@@ -215,7 +274,7 @@ fn log(entry: Entry) {
     match oplog::push(entry) {
         Ok(false) => {}
         Ok(true) => with(|_| ()),
-        Err(entry) => with(|s| s.apply(entry)),
+        Err(entry) => with(|s| s.apply_now(entry)),
     }
 }
 
@@ -260,7 +319,7 @@ pub fn begin_invocation_at(key: GeometryKey) -> Option<u32> {
 }
 
 /// [`begin_invocation_at`], and `thread`'s op scope changed to the new invocation at `at_ns`
-/// ([`scope_changed`]), under one acquisition of the store's lock.
+/// (a stamp, as [`scope_changed`]'s), without the store's lock.
 pub fn begin_invocation_at_scoped(key: GeometryKey, thread: u64, at_ns: u64) -> Option<u32> {
     // No stage lock (issue 42): the invocation and the scope change go to the thread's op log,
     // merged by the next reader; the cap and a reset racing this call are settled there.
@@ -486,9 +545,10 @@ pub fn settle_all() {
     with(|s| s.settle(true));
 }
 
-/// `thread` (an OS thread id) entered op scope `invocation` (0: left every scope) at `at_ns`
-/// (`CLOCK_BOOTTIME`, the clock of the sources' launch records). Called by the thread itself,
-/// so its changes arrive in order.
+/// `thread` (an OS thread id) entered op scope `invocation` (0: left every scope) at `at_ns`: a
+/// stamp of `roctx_sys::clock::now` (`CLOCK_BOOTTIME` ns, the clock of the sources' launch
+/// records, or TSC ticks, converted to it when the stage merges the change). Called by the
+/// thread itself, so its changes arrive in order.
 pub fn scope_changed(thread: u64, at_ns: u64, invocation: u32) {
     log(Entry { thread, at_ns, what: What::Scope { invocation } });
 }
@@ -634,7 +694,25 @@ pub fn snapshot() -> KernelSnapshot {
 impl State {
     /// Moves every thread's pending op-log entries into the stage.
     fn merge_pending(&mut self) {
-        oplog::drain(|e| self.apply(e));
+        // A pair at least every CLOCK_PAIR_NS while the stage is read (one vDSO read per call
+        // otherwise), so the pairs a merge converts between are recent after an idle time too.
+        if roctx_sys::clock::source() == roctx_sys::clock::Source::Tsc
+            && self.clock_pairs.back().map_or(true, |&(_, ns)| roctx_sys::os::boottime_ns() >= ns + CLOCK_PAIR_NS)
+        {
+            keep_pair(&mut self.clock_pairs, roctx_sys::clock::read_pair());
+        }
+        let mut pairs = std::mem::take(&mut self.clock_pairs);
+        let mut stamps = Stamps::new(&mut pairs);
+        oplog::drain(|e| self.apply(stamps.converted(e)));
+        self.clock_pairs = pairs;
+    }
+
+    /// One entry that did not go through the op log (its thread is exiting), after the log's.
+    fn apply_now(&mut self, e: Entry) {
+        let mut pairs = std::mem::take(&mut self.clock_pairs);
+        let e = Stamps::new(&mut pairs).converted(e);
+        self.clock_pairs = pairs;
+        self.apply(e);
     }
 
     /// One op-log entry, in its thread's order.

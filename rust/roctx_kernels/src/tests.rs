@@ -535,3 +535,47 @@ fn an_entry_appended_just_before_its_thread_exits_is_kept_by_a_reader_that_was_r
     drain(|e| got.extend((e.thread == 9_100).then_some(e.at_ns)));
     assert_eq!(got, [1, 2], "the exited thread's last entry is merged by the next reader");
 }
+
+#[test]
+fn scope_changes_stamped_in_tsc_ticks_join_the_launches_stamped_in_boottime_between_them() {
+    let _g = serial();
+    if roctx_sys::clock::source() != roctx_sys::clock::Source::Tsc {
+        return; // ticks only where the capture clock is the TSC (nothing to convert elsewhere)
+    }
+    // The launching thread stamps its scope changes with `rdtsc` (issue 42); launch records
+    // carry BOOTTIME. Launches a few µs apart, each after one change: each kernel joins the op
+    // open at its launch, across two merges (the second converts with two pairs).
+    start_clock();
+    let (_, key) = begin_invocation_keyed(op("ADD", 64));
+    let key = key.expect("a geometry");
+    let spin = |us: u64| {
+        let until = roctx_sys::os::boottime_ns() + us * 1000;
+        while roctx_sys::os::boottime_ns() < until {}
+    };
+    let mut expected = Vec::new();
+    let mut corr = 0;
+    for round in 0..2 {
+        let mut launches = Vec::new();
+        let mut kernels = Vec::new();
+        for _ in 0..50 {
+            let id = begin_invocation_at_scoped(key, 77, roctx_sys::clock::now()).expect("a current key");
+            spin(3);
+            let start = roctx_sys::os::boottime_ns();
+            spin(1);
+            let end = roctx_sys::os::boottime_ns();
+            corr += 1;
+            launches.push(Launch { correlation_id: corr, thread_id: 77, start_ns: start, end_ns: end });
+            kernels.push(RawDispatch { start_ns: corr * 10, end_ns: corr * 10 + 1, kernel_id: 1, by_launch: true, correlation_id: corr, ..Default::default() });
+            expected.push(id);
+            spin(3);
+        }
+        record_launches(launches);
+        record_dispatch(kernels);
+        if round == 0 {
+            spin(11_000); // past CLOCK_PAIR_NS: the next merge keeps a second pair
+        }
+    }
+    let s = snapshot();
+    let got: Vec<_> = s.dispatches.iter().map(|d| d.invocation).collect();
+    assert_eq!(got, expected, "each kernel in the op begun just before its launch");
+}

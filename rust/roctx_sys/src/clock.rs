@@ -330,7 +330,9 @@ impl Converter<'_> {
 
 /// (ticks, BOOTTIME ns) read as close together as this machine allows: the BOOTTIME read
 /// between two TSC reads, the narrowest of a few tries, ticks at its middle.
-fn read_pair() -> (u64, u64) {
+/// A (ticks, BOOTTIME ns) pair read now, without the points' lock: the BOOTTIME read between
+/// the two TSC reads that were closest of five tries (ticks: their middle, no [`TICK_BIT`]).
+pub fn read_pair() -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
     for _ in 0..5 {
         let a = rdtsc();

@@ -129,6 +129,7 @@ pub fn start() {
     };
     match Api::open(explicit).and_then(|api| set_up_first(API.get_or_init(|| api))) {
         Ok(()) => {
+            roctx_kernels::start_clock(); // before the first scope change can be stamped
             STATE.store(1, Ordering::Release);
             if let Some(api) = API.get() {
                 log::info(format_args!("CUPTI {} from {}: tracing kernels, memory copies and sets", api.version, api.location));

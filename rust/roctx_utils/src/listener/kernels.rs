@@ -90,6 +90,7 @@ pub(super) fn initialize(api: &SdkApi, layout: Layout) {
     }
     match set_up(api, layout) {
         Ok(()) => {
+            roctx_kernels::start_clock(); // before the first scope change can be stamped
             STATE.store(1, Ordering::Release);
             log::info(format_args!("rocprofiler-sdk: tracing kernel dispatches"));
             if let Some(k) = KERNEL_API.get() {
@@ -282,8 +283,9 @@ pub fn current_scope() -> (u32, u32) {
 }
 
 /// Makes `invocation` (0: none) the op scope of the calling thread's next launches: one entry
-/// in the thread's op log ([`roctx_kernels::scope_changed`], stamped now on `CLOCK_BOOTTIME`,
-/// the clock of the launch records). `range` matters only on the external-correlation path.
+/// in the thread's op log ([`roctx_kernels::scope_changed`], stamped now with the capture clock,
+/// `roctx_sys::clock::now`: a `rdtsc` where the TSC is trusted, converted to `CLOCK_BOOTTIME`,
+/// the clock of the launch records, when the stage merges the log). `range` matters only on the external-correlation path.
 /// Returns false if nothing traces kernels (or the SDK refused the entry).
 pub fn set_scope(invocation: u32, range: u32) -> bool {
     let Ok((pushed, old_i, _)) = SCOPE.try_with(Cell::get) else { return false };
@@ -291,7 +293,7 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
         return false;
     }
     if old_i != invocation || !pushed {
-        roctx_kernels::scope_changed(roctx_sys::os::current_tid(), roctx_sys::os::boottime_ns(), invocation);
+        roctx_kernels::scope_changed(roctx_sys::os::current_tid(), roctx_sys::clock::now(), invocation);
     }
     apply_scope(invocation, range)
 }
@@ -306,7 +308,7 @@ pub fn begin_scope_at(key: roctx_kernels::GeometryKey, range: u32) -> Option<u32
         set_scope(id, range);
         return Some(id);
     }
-    let id = roctx_kernels::begin_invocation_at_scoped(key, roctx_sys::os::current_tid(), roctx_sys::os::boottime_ns())?;
+    let id = roctx_kernels::begin_invocation_at_scoped(key, roctx_sys::os::current_tid(), roctx_sys::clock::now())?;
     apply_scope(id, range);
     Some(id)
 }
