@@ -210,6 +210,42 @@ impl WordHasher {
 /// # Safety
 /// `t`'s sources are null or valid tensors.
 unsafe fn node_key(t: &Tensor, out: &mut Vec<u8>) {
+    out.clear();
+    // SAFETY: per contract.
+    unsafe {
+        key_runs(t, |run| {
+            out.extend_from_slice(run);
+            true
+        })
+    };
+}
+
+/// Whether `key` is [`node_key`] of `t`, compared run by run in place: a node seen before is
+/// recognised without copying its ~350 key bytes first (issue 42).
+///
+/// # Safety
+/// As [`node_key`].
+unsafe fn key_matches(t: &Tensor, key: &[u8]) -> bool {
+    let mut rest = key;
+    // SAFETY: per contract.
+    let same = unsafe {
+        key_runs(t, |run| match rest.split_at_checked(run.len()) {
+            Some((head, tail)) if head == run => {
+                rest = tail;
+                true
+            }
+            _ => false,
+        })
+    };
+    same && rest.is_empty()
+}
+
+/// Hands [`node_key`]'s byte runs of `t` to `f` in order, until `f` returns false; whether all
+/// were taken.
+///
+/// # Safety
+/// As [`node_key`].
+unsafe fn key_runs(t: &Tensor, mut f: impl FnMut(&[u8]) -> bool) -> bool {
     /// `type_` (4 bytes), then `ne`, `nb`, `op` and `op_params` (offsets 16 to 148), `name`
     /// (256 to 320); a source's `type_` and `ne`, `nb` (16 to 80). Padding (4 to 8) is never read.
     const TYPE: std::ops::Range<usize> = 0..4;
@@ -223,22 +259,17 @@ unsafe fn node_key(t: &Tensor, out: &mut Vec<u8>) {
     // SAFETY: every range lies within the tensor's initialized fields (offsets above), which
     // live as long as `t`.
     let run = |t: &Tensor, r: std::ops::Range<usize>| unsafe { std::slice::from_raw_parts(raw(t).add(r.start), r.len()) };
-    out.clear();
-    out.extend_from_slice(run(t, TYPE));
-    out.extend_from_slice(run(t, SHAPE_OP));
-    out.extend_from_slice(run(t, NAME));
+    if !(f(run(t, TYPE)) && f(run(t, SHAPE_OP)) && f(run(t, NAME))) {
+        return false;
+    }
     // SAFETY: per contract.
-    for &s in unsafe { sources(t) } {
+    unsafe { sources(t) }.iter().all(|&s| {
         // SAFETY: per contract.
         match unsafe { s.as_ref() } {
-            None => out.push(0),
-            Some(st) => {
-                out.push(1);
-                out.extend_from_slice(run(st, TYPE));
-                out.extend_from_slice(run(st, SHAPE));
-            }
+            None => f(&[0]),
+            Some(st) => f(&[1]) && f(run(st, TYPE)) && f(run(st, SHAPE)),
         }
-    }
+    })
 }
 
 /// Begins the invocation of `node` and makes it the thread's op scope (`range`: the thread's
@@ -253,14 +284,15 @@ unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Opti
     let cached = CACHE.try_with(|c| {
         let mut c = c.borrow_mut();
         let c = &mut *c;
-        // SAFETY: per contract.
-        unsafe { node_key(t, &mut c.key) };
         let at = node as usize;
         if let Some((bytes, remembered)) = c.by_node.get(&at) {
-            if **bytes == *c.key {
+            // SAFETY: per contract.
+            if unsafe { key_matches(t, bytes) } {
                 return Some(*remembered);
             }
         }
+        // SAFETY: per contract.
+        unsafe { node_key(t, &mut c.key) };
         let remembered = c.map.get(c.key.as_slice()).copied()?;
         if c.by_node.len() >= CACHE_LAYOUTS {
             c.by_node.clear();
@@ -284,6 +316,9 @@ unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Opti
                 c.map.clear();
                 c.by_node.clear();
             }
+            // The key again: a hit at the node's address left another node's key here.
+            // SAFETY: per contract.
+            unsafe { node_key(t, &mut c.key) };
             let bytes: Box<[u8]> = c.key.as_slice().into();
             // The node's address now names this geometry (a reset made the one it had stale).
             if c.by_node.len() >= CACHE_LAYOUTS {
