@@ -173,11 +173,15 @@ pub(crate) fn drain(mut apply: impl FnMut(Entry)) {
     });
 }
 
+/// Tests: what [`AFTER_READ`] runs, given the last entry read from a log.
+#[cfg(test)]
+pub(crate) type AfterRead = Box<dyn FnMut(Option<Entry>)>;
+
 #[cfg(test)]
 thread_local! {
     /// Tests: runs on the reading thread after each log's entries were read (the last one read
     /// given), before the log is kept or forgotten.
-    pub(crate) static AFTER_READ: std::cell::RefCell<Option<Box<dyn FnMut(Option<Entry>)>>> = std::cell::RefCell::new(None);
+    pub(crate) static AFTER_READ: std::cell::RefCell<Option<AfterRead>> = std::cell::RefCell::new(None);
 }
 
 /// Whether the calling thread has a log (tests).
