@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use crate::{globals, lock, ProcessRanges, Registry, SessionState, LOCAL};
-use crate::{ACTIVE, AFTER_THREAD_EXIT, PAUSED_ANY_THREAD, REJECTED, SESSION};
+use crate::{ACTIVE, AFTER_THREAD_EXIT, PAUSED, PAUSED_SOME_THREAD, REJECTED, SESSION};
 
 struct Held {
     /// First: a window opens and closes under it, then takes the session lock.
@@ -68,7 +68,8 @@ pub fn parent() {
 /// locks.
 pub fn child() {
     let Ok(Some(mut held)) = HELD.try_with(|h| h.borrow_mut().take()) else { return };
-    let own = LOCAL.try_with(|l| l.buffer.get().map(|b| Arc::clone(&b.shared))).ok().flatten();
+    // Only a buffer this thread has: creating one would take the registry's lock, held here.
+    let own = if LOCAL.exists() { LOCAL.with(|l| Arc::clone(&l.buffer.shared)) } else { None };
     for buffer in std::mem::take(&mut held.registry.buffers) {
         match &own {
             Some(own) if Arc::ptr_eq(own, &buffer) => held.registry.buffers.push(buffer),
@@ -79,7 +80,7 @@ pub fn child() {
     *held.ranges = ProcessRanges::default();
     held.names.clear();
     held.paused.clear();
-    PAUSED_ANY_THREAD.store(false, Ordering::Relaxed);
+    PAUSED.fetch_and(!PAUSED_SOME_THREAD, Ordering::Relaxed);
     if ACTIVE.load(Ordering::Acquire) {
         held.session.start_ns = crate::now_ns();
         REJECTED.store(0, Ordering::Relaxed);

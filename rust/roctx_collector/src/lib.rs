@@ -66,7 +66,9 @@ across `fork()`, so the child never inherits one mid-update, and the child keeps
 fresh session of its own (the parent's events and other threads' buffers are not its to
 write).
 */
-#![forbid(unsafe_code)]
+// Denied, not forbidden: the one allowed use is claiming a word of the static-TLS block
+// (`roctx_sys::tls::Slot::new`, whose contract is that no other slot claims it).
+#![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod buffer;
@@ -77,7 +79,6 @@ pub mod window;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::cell::OnceCell;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use buffer::{MAX_DEPTH, MAX_LABEL_BYTES};
@@ -105,8 +106,12 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static MODE: AtomicU8 = AtomicU8::new(CaptureMode::Off as u8);
 static CAP_EVENTS: AtomicU64 = AtomicU64::new(0);
 static CAP_LABEL_BYTES: AtomicU64 = AtomicU64::new(0);
-static PAUSED_PROCESS: AtomicBool = AtomicBool::new(false);
-static PAUSED_ANY_THREAD: AtomicBool = AtomicBool::new(false);
+/// [`PAUSED_PROCESS`] | [`PAUSED_SOME_THREAD`]: one load per event tells that nothing is paused.
+pub(crate) static PAUSED: AtomicU8 = AtomicU8::new(0);
+/// `roctxProfilerPause(0)` is in force.
+const PAUSED_PROCESS: u8 = 1;
+/// Some thread is paused (`Globals::paused_tids` is not empty).
+pub(crate) const PAUSED_SOME_THREAD: u8 = 2;
 /// Records rejected by the listener this session (it has no thread buffer of its own).
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 /// Events from threads whose buffer was already torn down, this session.
@@ -321,21 +326,23 @@ fn collect(state: &SessionState, stopping: bool, close_at: Option<u64>) -> Snaps
 
 // ---- the per-thread state machine ----
 
-thread_local! {
-    pub(crate) static LOCAL: Local = const { Local { buffer: OnceCell::new() } };
-}
+/// The calling thread's buffer, created (and registered) at its first event: a slot of the
+/// library's static-TLS block (`roctx_sys::tls`), one load from the thread pointer, also in a
+/// `dlopen`'ed copy of the library (issue 44).
+// SAFETY: the only slot with this word.
+#[allow(unsafe_code)]
+pub(crate) static LOCAL: roctx_sys::tls::Slot<Local, { roctx_sys::tls::SlotId::CollectorBuffer as usize }> =
+    unsafe { roctx_sys::tls::Slot::new(|| Local { buffer: register_thread() }) };
 
 /// The thread's handle on its buffer; dropping it (thread exit) accounts for open ranges.
 pub(crate) struct Local {
-    pub(crate) buffer: OnceCell<ThreadBuffer>,
+    pub(crate) buffer: ThreadBuffer,
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
-        if let Some(buffer) = self.buffer.get() {
-            if let Ok(mut owner) = buffer.owner.try_borrow_mut() {
-                owner.thread_exited(&buffer.shared, SESSION.load(Ordering::Acquire), ACTIVE.load(Ordering::Acquire));
-            }
+        if let Ok(mut owner) = self.buffer.owner.try_borrow_mut() {
+            owner.thread_exited(&self.buffer.shared, SESSION.load(Ordering::Acquire), ACTIVE.load(Ordering::Acquire));
         }
     }
 }
@@ -347,13 +354,12 @@ impl Drop for Local {
 #[inline]
 fn with_buffer<R>(f: impl FnOnce(&mut Owner, &Shared, &Ctx) -> R) -> Option<R> {
     LOCAL
-        .try_with(|local| {
-            let buffer = local.buffer.get_or_init(register_thread);
+        .with(|local| {
+            let buffer = &local.buffer;
             let mut owner = buffer.owner.try_borrow_mut().ok()?;
             let ctx = Ctx { session: SESSION.load(Ordering::Acquire), recording: ACTIVE.load(Ordering::Acquire) };
             Some(f(&mut owner, &buffer.shared, &ctx))
         })
-        .ok()
         .flatten()
 }
 
@@ -392,8 +398,13 @@ impl Ctx {
 
 #[inline]
 fn paused(tid: u64) -> bool {
-    PAUSED_PROCESS.load(Ordering::Relaxed)
-        || (PAUSED_ANY_THREAD.load(Ordering::Relaxed) && lock(&globals().paused_tids).contains(&tid))
+    let paused = PAUSED.load(Ordering::Relaxed);
+    paused != 0 && (paused & PAUSED_PROCESS != 0 || thread_paused(tid))
+}
+
+#[cold]
+fn thread_paused(tid: u64) -> bool {
+    lock(&globals().paused_tids).contains(&tid)
 }
 
 /// `roctxRangePushA(label)` on the calling thread, at `ts` (a stamp: BOOTTIME ns, or TSC ticks
@@ -547,13 +558,13 @@ pub fn pause(tid: u64) {
         return; // the profiler API's windows: a pause of the process closes the window
     }
     if tid == 0 {
-        PAUSED_PROCESS.store(true, Ordering::Relaxed);
+        PAUSED.fetch_or(PAUSED_PROCESS, Ordering::Relaxed);
     } else {
         let mut tids = lock(&globals().paused_tids);
         if !tids.contains(&tid) {
             tids.push(tid);
         }
-        PAUSED_ANY_THREAD.store(true, Ordering::Relaxed);
+        PAUSED.fetch_or(PAUSED_SOME_THREAD, Ordering::Relaxed);
     }
 }
 
@@ -564,12 +575,16 @@ pub fn resume(tid: u64) {
     }
     let mut tids = lock(&globals().paused_tids);
     if tid == 0 {
-        PAUSED_PROCESS.store(false, Ordering::Relaxed);
+        PAUSED.fetch_and(!PAUSED_PROCESS, Ordering::Relaxed);
         tids.clear();
     } else {
         tids.retain(|&t| t != tid);
     }
-    PAUSED_ANY_THREAD.store(!tids.is_empty(), Ordering::Relaxed);
+    if tids.is_empty() {
+        PAUSED.fetch_and(!PAUSED_SOME_THREAD, Ordering::Relaxed);
+    } else {
+        PAUSED.fetch_or(PAUSED_SOME_THREAD, Ordering::Relaxed);
+    }
 }
 
 /// Counts a record the listener could not use.

@@ -43,7 +43,9 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 - Bounded: the join keeps a fixed launch window, a capped wait list and capped op logs; what
   cannot be joined is kept unattributed and counted ([`KernelStats::unjoined`]).
 */
-#![forbid(unsafe_code)]
+// Denied, not forbidden: the one allowed use is claiming a word of the static-TLS block
+// (`roctx_sys::tls::Slot::new`, whose contract is that no other slot claims it).
+#![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod attribution;

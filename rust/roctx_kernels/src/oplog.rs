@@ -21,7 +21,6 @@
 //! Bounds: a ring holds [`PENDING`] entries; the append that fills it tells its thread to merge
 //! (taking the stage's lock once per [`PENDING`] changes, only when no reader came by). Its
 //! slots are allocated once per thread, at its first change: no allocation on the hot path.
-use std::cell::OnceCell;
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -97,10 +96,12 @@ struct Log {
 /// Every thread's log (a thread's stays here after it exits until the reader found it empty).
 static LOGS: Mutex<Vec<Arc<Log>>> = Mutex::new(Vec::new());
 
-thread_local! {
-    /// The calling thread's log, registered at its first change.
-    static LOCAL: OnceCell<Arc<Log>> = const { OnceCell::new() };
-}
+/// The calling thread's log, registered at its first change: a slot of the library's
+/// static-TLS block (`roctx_sys::tls`), no `__tls_get_addr` per op scope.
+// SAFETY: the only slot with this word.
+#[allow(unsafe_code)]
+static LOCAL: roctx_sys::tls::Slot<Arc<Log>, { roctx_sys::tls::SlotId::OpLog as usize }> =
+    unsafe { roctx_sys::tls::Slot::new(register) };
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -120,8 +121,7 @@ fn register() -> Arc<Log> {
 #[inline]
 pub(crate) fn push(entry: Entry) -> Result<bool, Entry> {
     LOCAL
-        .try_with(|log| {
-            let log = log.get_or_init(register);
+        .with(|log| {
             let head = log.head.0.load(Ordering::Relaxed); // only this thread stores it
             let tail = log.tail.0.load(Ordering::Acquire); // the reader is done with those slots
             let used = head.wrapping_sub(tail);
@@ -134,7 +134,6 @@ pub(crate) fn push(entry: Entry) -> Result<bool, Entry> {
             log.head.0.store(head.wrapping_add(1), Ordering::Release);
             Some(used + 1 >= PENDING)
         })
-        .ok()
         .flatten()
         .ok_or(entry)
 }
@@ -187,7 +186,10 @@ thread_local! {
 /// Whether the calling thread has a log (tests).
 #[cfg(test)]
 pub(crate) fn pending_here() -> usize {
-    LOCAL.try_with(|log| log.get().map_or(0, |log| log.head.0.load(Ordering::Relaxed).wrapping_sub(log.tail.0.load(Ordering::Relaxed)))).unwrap_or(0)
+    if !LOCAL.exists() {
+        return 0;
+    }
+    LOCAL.with(|log| log.head.0.load(Ordering::Relaxed).wrapping_sub(log.tail.0.load(Ordering::Relaxed))).unwrap_or(0)
 }
 
 thread_local! {
@@ -214,7 +216,7 @@ pub(crate) fn fork_child() {
         if let Some(mut logs) = h.borrow_mut().take() {
             logs.clear();
             // Not `get_or_init`: registering takes the list's lock, held here.
-            if let Ok(Some(own)) = LOCAL.try_with(|log| log.get().cloned()) {
+            if let Some(own) = LOCAL.exists().then(|| LOCAL.with(Arc::clone)).flatten() {
                 own.tail.0.store(own.head.0.load(Ordering::Relaxed), Ordering::Release);
                 logs.push(own);
             }

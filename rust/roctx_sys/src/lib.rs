@@ -15,6 +15,8 @@ library to try, when, and what to tell the user about it is decided above (`roct
 - [`os`]: `CLOCK_BOOTTIME` (the clock of rocprofiler-sdk's and CUPTI's records), `gettid`, the
   host name, `atexit`;
 - [`CText`]: a C string borrowed from the host, measured only when someone needs its bytes;
+- [`tls`]: per-thread values in one block of static TLS (the initial-exec model, also in a
+  `dlopen`'ed copy), reached without `__tls_get_addr`;
 - [`output`]: how every file is written: whole or not at all, replacing only regular files
   (`output::replace_regular`) or never replacing anything (`output::write_new`);
 - [`guard`]: the panic fence every `extern "C"` function of the library runs its body in.
@@ -38,6 +40,7 @@ pub mod output;
 pub mod rocprofiler;
 pub mod roctx;
 pub mod signals;
+pub mod tls;
 
 pub use ctext::CText;
 pub use guard::{guard, panics_caught};

@@ -16,20 +16,14 @@ pub fn boottime_ns() -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
-thread_local! {
-    static TID: Cell<u64> = const { Cell::new(0) };
-}
+// SAFETY: the only slot with this word.
+static TID: crate::tls::Slot<Cell<u64>, { crate::tls::SlotId::Tid as usize }> =
+    unsafe { crate::tls::Slot::new(|| Cell::new(gettid())) };
 
 /// The calling thread's OS id (`gettid`), cached per thread: one syscall per thread, ever.
 #[inline]
 pub fn current_tid() -> u64 {
-    TID.try_with(|cell| {
-        if cell.get() == 0 {
-            cell.set(gettid());
-        }
-        cell.get()
-    })
-    .unwrap_or_else(|_| gettid())
+    TID.with(Cell::get).unwrap_or_else(gettid)
 }
 
 fn gettid() -> u64 {
@@ -80,9 +74,9 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
 
-/// In a fork child: the calling thread (the only one) has a new OS id; forget the cached one.
+/// In a fork child: the calling thread (the only one) has a new OS id; cache that one.
 pub fn forget_cached_tid() {
-    let _ = TID.try_with(|cell| cell.set(0));
+    let _ = TID.with(|cell| cell.set(gettid()));
 }
 
 /// Whether a process with id `pid` exists on this host (`kill(pid, 0)`: only ESRCH says no; a

@@ -167,9 +167,19 @@ type Remembered = (GeometryKey, Option<u64>);
 /// Layouts kept per thread; past it the cache starts over.
 const CACHE_LAYOUTS: usize = 4096;
 
-thread_local! {
-    static CACHE: RefCell<GeometryCache> = RefCell::new(GeometryCache { map: HashMap::default(), by_node: HashMap::default(), key: Vec::with_capacity(1024), scratch: Vec::with_capacity(1024) });
-}
+/// A slot of the static-TLS block (`roctx_sys::tls`): reached at every node without
+/// `__tls_get_addr` (the hook library is a shared object).
+// SAFETY: the only slot with this word.
+static CACHE: roctx_sys::tls::Slot<RefCell<GeometryCache>, { roctx_sys::tls::SlotId::GgmlCache as usize }> = unsafe {
+    roctx_sys::tls::Slot::new(|| {
+        RefCell::new(GeometryCache {
+            map: HashMap::default(),
+            by_node: HashMap::default(),
+            key: Vec::with_capacity(1024),
+            scratch: Vec::with_capacity(1024),
+        })
+    })
+};
 
 /// An FxHash-style hasher over 8-byte words (the keys are our own bytes, not an attacker's).
 #[derive(Default)]
@@ -281,7 +291,7 @@ unsafe fn key_runs(t: &Tensor, mut f: impl FnMut(&[u8]) -> bool) -> bool {
 unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Option<u64>)> {
     // SAFETY: per contract.
     let t = unsafe { node.as_ref() }?;
-    let cached = CACHE.try_with(|c| {
+    let cached = CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = &mut *c;
         let at = node as usize;
@@ -300,7 +310,7 @@ unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Opti
         c.by_node.insert(at, (c.key.as_slice().into(), remembered));
         Some(remembered)
     });
-    if let Ok(Some((key, moe))) = cached {
+    if let Some(Some((key, moe))) = cached {
         if let Some(id) = kernels::begin_scope_at(key, range) {
             return Some((id, moe));
         }
@@ -310,7 +320,7 @@ unsafe fn begin(api: &Api, node: *const Tensor, range: u32) -> Option<(u32, Opti
     let moe = (desc.op == "MUL_MAT_ID").then_some(desc.n_experts);
     let (id, key) = roctx_kernels::begin_invocation_keyed(desc);
     if let Some(key) = key {
-        let _ = CACHE.try_with(|c| {
+        let _ = CACHE.with(|c| {
             let mut c = c.borrow_mut();
             if c.map.len() >= CACHE_LAYOUTS {
                 c.map.clear();
@@ -357,16 +367,16 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         // The same group every token: its geometry is remembered by the bytes of its nodes and
         // their wiring, and the invocation re-pointed through the thread's op log (no stage lock,
         // no descriptor built: issue 42).
-        // Ok(found) with the group's key left in the cache's `key`; Err: no key for this group.
-        let cached = CACHE.try_with(|c| {
+        // Some(Ok(found)) with the group's key left in the cache's `key`; Err: no key for this group.
+        let cached = CACHE.with(|c| {
             let mut c = c.borrow_mut();
             let c = &mut *c;
             // SAFETY: the graph's nodes and their sources are valid for the call.
             unsafe { group_key((node_idx..end).map(node), &mut c.key, &mut c.scratch) }.ok_or(())?;
             Ok::<_, ()>(c.map.get(c.key.as_slice()).map(|r| r.0))
         });
-        let keyed = matches!(cached, Ok(Ok(_)));
-        if let Ok(Ok(Some(key))) = cached {
+        let keyed = matches!(cached, Some(Ok(_)));
+        if let Some(Ok(Some(key))) = cached {
             if roctx_kernels::fuse_invocation_at(invocation, key) {
                 return;
             }
@@ -379,7 +389,7 @@ pub unsafe extern "C" fn ggml_cuda_roofline_fuse_ops(graph: *mut c_void, node_id
         if keyed {
             // The key computed above is still in `key` (describing the group does not touch the
             // cache).
-            let _ = CACHE.try_with(|c| {
+            let _ = CACHE.with(|c| {
                 let mut c = c.borrow_mut();
                 let c = &mut *c;
                 if c.map.len() >= CACHE_LAYOUTS {

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use roctx_sys::nvtx;
+use roctx_sys::tls::{Slot, SlotId};
 
 use super::intern;
 use crate::runtime;
@@ -99,18 +100,23 @@ impl Domain {
     }
 }
 
-thread_local! {
-    /// Open ranges per domain on this thread: (domain address, level count).
-    static LEVELS: RefCell<Vec<(usize, c_int)>> = const { RefCell::new(Vec::new()) };
-    /// Reused buffer for prefixed labels.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
+// Slots of the static-TLS block (`roctx_sys::tls`): no `__tls_get_addr` in the injection.
+/// Open ranges per domain on this thread: (domain address, level count).
+// SAFETY: the only slot with this word.
+#[allow(unsafe_code)]
+static LEVELS: Slot<RefCell<Vec<(usize, c_int)>>, { SlotId::NvtxLevels as usize }> =
+    unsafe { Slot::new(|| RefCell::new(Vec::new())) };
+/// Reused buffer for prefixed labels.
+// SAFETY: the only slot with this word.
+#[allow(unsafe_code)]
+static SCRATCH: Slot<RefCell<Vec<u8>>, { SlotId::NvtxScratch as usize }> =
+    unsafe { Slot::new(|| RefCell::new(Vec::new())) };
 
 /// Runs `f` with `text` as a label: `<prefix>: <text>` when the domain has a prefix, cut to
 /// [`MAX_LABEL`] bytes.
 fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
     let Some(prefix) = prefix else { return f(&text[..text.len().min(MAX_LABEL)]) };
-    let built = SCRATCH.try_with(|s| {
+    let built = SCRATCH.with(|s| {
         let mut s = s.try_borrow_mut().ok()?;
         s.clear();
         s.extend_from_slice(prefix);
@@ -120,9 +126,9 @@ fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R)
         Some(std::mem::take(&mut *s))
     });
     match built {
-        Ok(Some(label)) => {
+        Some(Some(label)) => {
             let out = f(&label);
-            let _ = SCRATCH.try_with(|s| {
+            let _ = SCRATCH.with(|s| {
                 if let Ok(mut s) = s.try_borrow_mut() {
                     *s = label;
                 }
@@ -139,7 +145,7 @@ fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R)
 pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
     runtime::get(); // may start the automatic session, which must see this range
     let level = LEVELS
-        .try_with(|l| {
+        .with(|l| {
             let mut l = l.borrow_mut();
             match l.iter_mut().find(|(d, _)| *d == domain) {
                 Some((_, n)) => {
@@ -164,7 +170,7 @@ pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
 /// domain had no range open on this thread (then nothing is recorded).
 pub fn range_pop(domain: usize) -> c_int {
     let level = LEVELS
-        .try_with(|l| {
+        .with(|l| {
             let mut l = l.borrow_mut();
             match l.iter_mut().find(|(d, _)| *d == domain) {
                 Some((_, n)) if *n > 0 => {

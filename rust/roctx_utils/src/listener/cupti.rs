@@ -660,17 +660,18 @@ fn after_resume(first: u32) {
     }
 }
 
-thread_local! {
-    /// Whether this thread's two ids are in the join's map.
-    static NOTED: Cell<bool> = const { Cell::new(false) };
-}
+/// Whether this thread's two ids are in the join's map (a slot of the static-TLS block,
+/// `roctx_sys::tls`: read at every range and op scope).
+// SAFETY: the only slot with this word.
+static NOTED: roctx_sys::tls::Slot<Cell<bool>, { roctx_sys::tls::SlotId::CuptiNoted as usize }> =
+    unsafe { roctx_sys::tls::Slot::new(|| Cell::new(false)) };
 
 /// Records the calling thread's two ids for the join, once per thread (the first range or op
 /// scope it opens; retried at the next while the join's lock is busy). Never waits.
 #[inline]
 pub fn note_thread() {
-    if !NOTED.try_with(Cell::get).unwrap_or(true) && note_ids() {
-        let _ = NOTED.try_with(|n| n.set(true));
+    if !NOTED.with(Cell::get).unwrap_or(true) && note_ids() {
+        let _ = NOTED.with(|n| n.set(true));
     }
 }
 

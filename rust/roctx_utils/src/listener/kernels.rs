@@ -266,16 +266,17 @@ fn flush_sources() {
     }
 }
 
-thread_local! {
-    /// This thread's op invocation, and its entry on the SDK's external-correlation stack where
-    /// that path is in use: (pushed, invocation, range).
-    static SCOPE: Cell<(bool, u32, u32)> = const { Cell::new((false, 0, 0)) };
-}
+/// This thread's op invocation, and its entry on the SDK's external-correlation stack where
+/// that path is in use: (pushed, invocation, range). A slot of the static-TLS block
+/// (`roctx_sys::tls`): read at every range and op scope, with no `__tls_get_addr`.
+// SAFETY: the only slot with this word.
+static SCOPE: roctx_sys::tls::Slot<Cell<(bool, u32, u32)>, { roctx_sys::tls::SlotId::KernelScope as usize }> =
+    unsafe { roctx_sys::tls::Slot::new(|| Cell::new((false, 0, 0))) };
 
 /// The calling thread's current op invocation and (external-correlation path only) innermost
 /// range instance.
 pub fn current_scope() -> (u32, u32) {
-    SCOPE.try_with(|s| {
+    SCOPE.with(|s| {
         let (_, i, r) = s.get();
         (i, r)
     })
@@ -288,7 +289,7 @@ pub fn current_scope() -> (u32, u32) {
 /// the clock of the launch records, when the stage merges the log). `range` matters only on the external-correlation path.
 /// Returns false if nothing traces kernels (or the SDK refused the entry).
 pub fn set_scope(invocation: u32, range: u32) -> bool {
-    let Ok((pushed, old_i, _)) = SCOPE.try_with(Cell::get) else { return false };
+    let Some((pushed, old_i, _)) = SCOPE.with(Cell::get) else { return false };
     if !active() {
         return false;
     }
@@ -303,7 +304,7 @@ pub fn set_scope(invocation: u32, range: u32) -> bool {
 /// kernel stage's lock instead of two (llama.cpp's `begin_op`, once per node: issue 42).
 /// `None` when a reset has cleared `key` (nothing begun, the scope unchanged).
 pub fn begin_scope_at(key: roctx_kernels::GeometryKey, range: u32) -> Option<u32> {
-    if !active() || SCOPE.try_with(Cell::get).is_err() {
+    if !active() || SCOPE.with(Cell::get).is_none() {
         let id = roctx_kernels::begin_invocation_at(key)?;
         set_scope(id, range);
         return Some(id);
@@ -316,7 +317,7 @@ pub fn begin_scope_at(key: roctx_kernels::GeometryKey, range: u32) -> Option<u32
 /// The part of [`set_scope`] after the op log: CUPTI's thread note, the SDK's external
 /// correlation entry, the thread's scope.
 fn apply_scope(invocation: u32, range: u32) -> bool {
-    let Ok((pushed, old_i, old_r)) = SCOPE.try_with(Cell::get) else { return false };
+    let Some((pushed, old_i, old_r)) = SCOPE.with(Cell::get) else { return false };
     if super::cupti::active() {
         super::cupti::note_thread();
     }
@@ -328,7 +329,7 @@ fn apply_scope(invocation: u32, range: u32) -> bool {
     } else {
         true
     };
-    let _ = SCOPE.try_with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
+    let _ = SCOPE.with(|s| s.set((ok, if ok { invocation } else { 0 }, if ok { range } else { 0 })));
     ok
 }
 
