@@ -101,11 +101,61 @@ impl Domain {
 }
 
 // Slots of the static-TLS block (`roctx_sys::tls`): no `__tls_get_addr` in the injection.
-/// Open ranges per domain on this thread: (domain address, level count).
+/// Open ranges per domain on this thread.
 // SAFETY: the only slot with this word.
 #[allow(unsafe_code)]
-static LEVELS: Slot<RefCell<Vec<(usize, c_int)>>, { SlotId::NvtxLevels as usize }> =
-    unsafe { Slot::new(|| RefCell::new(Vec::new())) };
+static LEVELS: Slot<Levels, { SlotId::NvtxLevels as usize }> = unsafe { Slot::new(Levels::default) };
+
+/// A thread's open-range counts: the default domain's (`nvtxRangePush*`, PyTorch's and most
+/// callers') in a cell of its own, other domains' in a short list (domain address, count).
+#[derive(Default)]
+struct Levels {
+    default: std::cell::Cell<c_int>,
+    others: RefCell<Vec<(usize, c_int)>>,
+}
+
+impl Levels {
+    /// One more range open in `domain`; returns the level it opened at.
+    fn push(&self, domain: usize) -> c_int {
+        if domain == 0 {
+            let n = self.default.get().saturating_add(1);
+            self.default.set(n);
+            return n - 1;
+        }
+        let mut l = self.others.borrow_mut();
+        match l.iter_mut().find(|(d, _)| *d == domain) {
+            Some((_, n)) => {
+                *n = n.saturating_add(1);
+                *n - 1
+            }
+            None => {
+                l.push((domain, 1));
+                0
+            }
+        }
+    }
+
+    /// One range fewer open in `domain`; returns the level closed, -1 if none was open.
+    fn pop(&self, domain: usize) -> c_int {
+        if domain == 0 {
+            let n = self.default.get();
+            if n <= 0 {
+                return -1;
+            }
+            self.default.set(n - 1);
+            return n - 1;
+        }
+        let mut l = self.others.borrow_mut();
+        match l.iter_mut().find(|(d, _)| *d == domain) {
+            Some((_, n)) if *n > 0 => {
+                *n -= 1;
+                *n
+            }
+            _ => -1,
+        }
+    }
+}
+
 /// Reused buffer for prefixed labels.
 // SAFETY: the only slot with this word.
 #[allow(unsafe_code)]
@@ -144,21 +194,7 @@ fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R)
 /// 0-based level on this thread in this domain.
 pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
     runtime::get(); // may start the automatic session, which must see this range
-    let level = LEVELS
-        .with(|l| {
-            let mut l = l.borrow_mut();
-            match l.iter_mut().find(|(d, _)| *d == domain) {
-                Some((_, n)) => {
-                    *n = n.saturating_add(1);
-                    *n - 1
-                }
-                None => {
-                    l.push((domain, 1));
-                    0
-                }
-            }
-        })
-        .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    let level = LEVELS.with(|l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if let Some(sink) = runtime::sink() {
         let seq = with_label(prefix, text, |label| sink.push(label));
         runtime::range_changed(seq);
@@ -169,18 +205,7 @@ pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
 /// `nvtxDomainRangePop` (`domain` 0: `nvtxRangePop`). Returns the level closed, -1 if the
 /// domain had no range open on this thread (then nothing is recorded).
 pub fn range_pop(domain: usize) -> c_int {
-    let level = LEVELS
-        .with(|l| {
-            let mut l = l.borrow_mut();
-            match l.iter_mut().find(|(d, _)| *d == domain) {
-                Some((_, n)) if *n > 0 => {
-                    *n -= 1;
-                    *n
-                }
-                _ => -1,
-            }
-        })
-        .unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    let level = LEVELS.with(|l| l.pop(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if level >= 0 {
         if let Some(sink) = runtime::sink() {
             runtime::range_changed(sink.pop());
