@@ -34,6 +34,8 @@ use parking_lot::Mutex;
 use string_interner::backend::BucketBackend;
 use string_interner::StringInterner;
 
+use roctx_sys::pages::ZeroedBox;
+
 use super::{Ctx, Event, EventKind, Outcome, Stats};
 use crate::model::AtomicStats;
 
@@ -56,8 +58,9 @@ const PTR_SLOTS: usize = 64;
 
 const LONG: u64 = 1 << 56;
 
-/// CHUNK slots of three words.
-type Chunk = [[AtomicU64; WORDS]; CHUNK];
+/// CHUNK slots of three words, in zero pages mapped and faulted in when the chunk is made
+/// (`roctx_sys::pages`): the path that writes events neither clears memory nor faults.
+type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
 #[inline]
@@ -127,6 +130,9 @@ struct PtrSlot {
 
 /// The owner's half (module docs).
 pub(crate) struct Owner {
+    /// The [`crate::HOT`] value under which this thread's own ranges may take the fast path
+    /// ([`Owner::fast_push`]); 0: none.
+    hot: u64,
     /// Session the owner's state belongs to; a newer session resets it at the next event.
     session: u32,
     stack: Vec<Frame>,
@@ -177,6 +183,7 @@ impl ThreadBuffer {
                 labels: Mutex::new(Vec::new()),
             }),
             owner: RefCell::new(Owner {
+                hot: 0,
                 session: 0,
                 stack: Vec::with_capacity(MAX_DEPTH),
                 overflow: 0,
@@ -412,6 +419,7 @@ impl Owner {
 
     #[cold]
     fn new_session(&mut self, shared: &Shared, ctx: &Ctx) {
+        self.hot = 0;
         self.session = ctx.session;
         self.cap_events = ctx.cap_events();
         self.cap_label_bytes = ctx.cap_label_bytes();
@@ -433,6 +441,67 @@ impl Owner {
         shared.stats.reset();
         // Last: a snapshot that sees the new session sees the reset above.
         shared.session.store(ctx.session, Ordering::Release);
+    }
+
+    /// After an event of thread `tid`'s own on the general path that found everything plain
+    /// (`crate::may_arm`): its next ranges may take the fast path while [`crate::HOT`] is `hot`.
+    /// Only once the buffer records under the calling thread's id, which the fast path writes
+    /// without being told it.
+    #[inline]
+    pub(crate) fn arm(&mut self, hot: u64, tid: u64, ctx: &Ctx) {
+        if self.session == ctx.session && self.tid == Some(tid) {
+            self.hot = hot;
+        }
+    }
+
+    /// [`Owner::push`] of the thread's own range on the fast path: armed under `hot` (so the
+    /// session records, this buffer is in it, nothing is paused and no window is configured), a
+    /// level free, and the label found at its address. `None`, with nothing changed, otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_push(&mut self, shared: &Shared, label: &[u8], hot: u64) -> Option<u32> {
+        if self.hot != hot || self.stack.len() >= MAX_DEPTH {
+            return None;
+        }
+        let label = self.label_at_address(label)?;
+        let start = crate::stamp();
+        self.pushes = self.pushes.wrapping_add(1).max(1);
+        let seq = self.pushes;
+        self.open_recording += 1;
+        shared.open_recording.store(self.open_recording, Ordering::Release);
+        self.stack.push(Frame { start, seq, fate: Fate::Record { label } });
+        Some(seq)
+    }
+
+    /// [`Owner::pop`] of the thread's own range on the fast path: armed under `hot`, the
+    /// innermost range one that records, and room under the event cap. Returns the push number
+    /// of the range now innermost; `None`, with nothing changed, otherwise.
+    #[inline(always)]
+    pub(crate) fn fast_pop(&mut self, shared: &Shared, hot: u64) -> Option<u32> {
+        if self.hot != hot || self.overflow > 0 || self.events >= self.cap_events {
+            return None;
+        }
+        let Some(&Frame { start, seq, fate: Fate::Record { label } }) = self.stack.last() else { return None };
+        let end = crate::stamp();
+        self.stack.pop();
+        self.open_recording -= 1;
+        shared.open_recording.store(self.open_recording, Ordering::Relaxed);
+        let depth = self.stack.len() as u16; // CAST: bounded by MAX_DEPTH
+        let delta = end.wrapping_sub(start);
+        let w2 = u64::from(seq) | u64::from(depth) << 32 | (EventKind::Range as u64) << 48;
+        match self.chunks.get(self.slots / CHUNK) {
+            Some(chunk) if delta <= u64::from(u32::MAX) => {
+                store(&chunk[self.slots % CHUNK], [start, u64::from(label) | delta << 32, w2]);
+                self.slots += 1;
+            }
+            _ => {
+                let tid = self.tid.unwrap_or_default(); // armed: set
+                let e = Slot { start, end, tid, end_tid: tid, label, seq, kind: EventKind::Range, depth };
+                self.record_slow(shared, &e, delta, w2);
+            }
+        }
+        self.events += 1;
+        shared.len.store(self.slots, Ordering::Release);
+        Some(self.innermost())
     }
 
     /// Returns the range's push number (0 past [`MAX_DEPTH`]).
@@ -577,6 +646,7 @@ impl Owner {
         if active && self.session == session {
             shared.stats.open_at_thread_exit.fetch_add(self.open_recording, Ordering::Relaxed);
         }
+        self.hot = 0;
         self.stack.clear();
         self.overflow = 0;
         self.open_recording = 0;
@@ -643,8 +713,7 @@ impl Owner {
     /// One allocation per CHUNK slots, and only the first time this thread gets here.
     #[cold]
     fn grow(&mut self, shared: &Shared) {
-        let slots: Arc<[[AtomicU64; WORDS]]> = (0..CHUNK).map(|_| Default::default()).collect();
-        let chunk: Arc<Chunk> = slots.try_into().unwrap_or_else(|_| unreachable!("CHUNK slots were collected"));
+        let chunk: Arc<Chunk> = Arc::new(ZeroedBox::new());
         shared.chunks.lock().push(Arc::clone(&chunk));
         self.chunks.push(chunk);
     }
@@ -655,15 +724,19 @@ impl Owner {
     /// line so that the hit saves no registers for it.
     #[inline(always)]
     fn store_label(&mut self, shared: &Shared, label: &[u8]) -> Option<u32> {
-        if label.len() <= MAX_LABEL_BYTES {
-            // Same address as a recent label: compare the bytes (the caller may have reused
-            // the memory for other text), no hash.
-            let by_ptr = self.by_ptr[(label.as_ptr() as usize >> 3) % PTR_SLOTS];
-            if by_ptr.ptr == label.as_ptr() as usize && same_bytes(&self.labels[by_ptr.id as usize], label) {
-                return Some(by_ptr.id);
-            }
+        match self.label_at_address(label) {
+            Some(id) => Some(id),
+            None => self.store_label_miss(shared, label),
         }
-        self.store_label_miss(shared, label)
+    }
+
+    /// The id of `label` if it is the label last stored from its address, with the same bytes
+    /// (the caller may have reused the memory for other text): no hash. A label over
+    /// [`MAX_LABEL_BYTES`] never matches (what was stored for it is shorter).
+    #[inline(always)]
+    fn label_at_address(&self, label: &[u8]) -> Option<u32> {
+        let by_ptr = self.by_ptr[(label.as_ptr() as usize >> 3) % PTR_SLOTS];
+        (by_ptr.ptr == label.as_ptr() as usize && same_bytes(&self.labels[by_ptr.id as usize], label)).then_some(by_ptr.id)
     }
 
     /// [`Owner::store_label`] for a label over [`MAX_LABEL_BYTES`] or not found by its address.
@@ -725,7 +798,7 @@ struct Slot {
 /// already compared, so no byte is compared alone: a 41-byte label takes three block compares
 /// (a byte loop for the tail cost 37 instructions per range, 8-byte words 20 more than this;
 /// callgrind, issue 44).
-#[inline]
+#[inline(always)]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {

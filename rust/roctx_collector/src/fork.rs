@@ -88,5 +88,6 @@ pub fn child() {
         // Buffers (the one left) resync at their next event and drop the parent's contents.
         SESSION.fetch_add(1, Ordering::AcqRel);
     }
+    crate::hot_changed(); // the fast path's buffer resyncs too
     drop(held);
 }

@@ -112,6 +112,21 @@ pub(crate) static PAUSED: AtomicU8 = AtomicU8::new(0);
 const PAUSED_PROCESS: u8 = 1;
 /// Some thread is paused (`Globals::paused_tids` is not empty).
 pub(crate) const PAUSED_SOME_THREAD: u8 = 2;
+/// What the in-process sink's fast path depends on, as one number: bumped after every change of
+/// the session ([`SESSION`], [`ACTIVE`], the caps), of [`PAUSED`] and of the capture windows'
+/// flags. A thread that took the general path and found it all plain (a session recording, the
+/// thread's buffer in it, nothing paused, no window configured) notes the value it read before
+/// looking; while the value is still that, its next range skips those checks: one load and one
+/// compare instead of five loads (issue 44). Never 0 (0: a buffer that has noted nothing).
+pub(crate) static HOT: AtomicU64 = AtomicU64::new(1);
+
+/// Something the fast path depends on changed (see [`HOT`]): every thread takes the general path
+/// at its next event. Called after the change is stored.
+#[inline]
+pub(crate) fn hot_changed() {
+    HOT.fetch_add(1, Ordering::AcqRel);
+}
+
 /// Records rejected by the listener this session (it has no thread buffer of its own).
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 /// Events from threads whose buffer was already torn down, this session.
@@ -219,6 +234,7 @@ pub fn start(options: SessionOptions, mode: CaptureMode) -> Result<u32, SessionE
     MODE.store(mode as u8, Ordering::Relaxed);
     let session = SESSION.fetch_add(1, Ordering::AcqRel) + 1;
     ACTIVE.store(true, Ordering::Release);
+    hot_changed();
     Ok(session)
 }
 
@@ -230,6 +246,7 @@ pub fn stop() -> Result<Snapshot, SessionError> {
         return Err(SessionError::NotRunning);
     }
     ACTIVE.store(false, Ordering::Release);
+    hot_changed();
     Ok(collect(&state, true, None))
 }
 
@@ -243,6 +260,7 @@ pub(crate) fn stop_closing_open() -> Result<Snapshot, SessionError> {
         return Err(SessionError::NotRunning);
     }
     ACTIVE.store(false, Ordering::Release);
+    hot_changed();
     Ok(collect(&state, true, Some(now_ns())))
 }
 
@@ -384,6 +402,46 @@ pub(crate) struct Ctx {
     pub(crate) recording: bool,
 }
 
+/// The capture clock's stamp now, noting a calibration point when one is due.
+#[inline(always)]
+pub(crate) fn stamp() -> u64 {
+    let now = roctx_sys::clock::now();
+    roctx_sys::clock::maybe_note_point(now);
+    now
+}
+
+/// The in-process sink's push on the fast path (see [`HOT`]): the calling thread's own range,
+/// stamped here. `None`: the general path must take it (nothing was changed).
+#[inline(always)]
+pub(crate) fn fast_push(label: &[u8]) -> Option<u32> {
+    LOCAL
+        .with(|local| {
+            let buffer = &local.buffer;
+            let mut owner = buffer.owner.try_borrow_mut().ok()?;
+            owner.fast_push(&buffer.shared, label, HOT.load(Ordering::Acquire))
+        })
+        .flatten()
+}
+
+/// The in-process sink's pop on the fast path: the push number of the range now innermost.
+#[inline(always)]
+pub(crate) fn fast_pop() -> Option<u32> {
+    LOCAL
+        .with(|local| {
+            let buffer = &local.buffer;
+            let mut owner = buffer.owner.try_borrow_mut().ok()?;
+            owner.fast_pop(&buffer.shared, HOT.load(Ordering::Acquire))
+        })
+        .flatten()
+}
+
+/// After an in-process event on the general path: whether the next ones may take the fast path.
+/// `hot` was read before `flags` and everything [`with_buffer`] read.
+#[inline]
+fn may_arm(hot: u64, flags: u8, suppressed: bool, ctx: &Ctx) -> bool {
+    hot != 0 && flags == 0 && !suppressed && ctx.recording && PAUSED.load(Ordering::Relaxed) == 0
+}
+
 impl Ctx {
     /// The session's caps: a buffer reads them once, when it moves to the session (`start`
     /// stores them before it publishes the session number).
@@ -413,18 +471,26 @@ fn thread_paused(tid: u64) -> bool {
 /// range's push number on this thread ([`Event::seq`]; 0 past the depth limit).
 #[inline]
 pub fn push(label: &[u8], ts: u64, tid: u64) -> u32 {
-    push_with(label, ts, tid, window::flags())
+    push_with(label, ts, tid, window::flags(), 0)
 }
 
 /// [`push`] with the capture windows' flags already read (the in-process sink reads them once
-/// for its own check and this).
+/// for its own check and this). `hot`: the in-process sink's [`HOT`], read before `flags`, for
+/// the calling thread's own range (0 from every other source).
 #[inline]
-pub(crate) fn push_with(label: &[u8], ts: u64, tid: u64, flags: u8) -> u32 {
+pub(crate) fn push_with(label: &[u8], ts: u64, tid: u64, flags: u8, hot: u64) -> u32 {
     // A waiting range trigger opens its window before its own push is recorded.
     let opens = flags & window::WAITING != 0 && window::before_push(label, ts);
     let suppressed = paused(tid);
     let publish = flags & window::PUBLISH != 0;
-    match with_buffer(|o, s, ctx| o.push(s, label, (ts, tid), ctx, suppressed, publish)) {
+    let pushed = with_buffer(|o, s, ctx| {
+        let seq = o.push(s, label, (ts, tid), ctx, suppressed, publish);
+        if may_arm(hot, flags, suppressed, ctx) {
+            o.arm(hot, tid, ctx);
+        }
+        seq
+    });
+    match pushed {
         Some(seq) => {
             if opens {
                 window::opened_by(tid, seq);
@@ -444,14 +510,21 @@ pub(crate) fn push_with(label: &[u8], ts: u64, tid: u64, flags: u8) -> u32 {
 /// now innermost on the thread (0: none).
 #[inline]
 pub fn pop(ts: u64, tid: u64) -> u32 {
-    pop_with(ts, tid, false, window::flags())
+    pop_with(ts, tid, false, window::flags(), 0)
 }
 
 /// [`pop`] with the windows' flags already read: a trigger's WATCHING was set on this thread
-/// by its push, before any read of the flags for its pop.
+/// by its push, before any read of the flags for its pop. `hot`: as for [`push_with`].
 #[inline]
-pub(crate) fn pop_with(ts: u64, tid: u64, opened_unseen: bool, flags: u8) -> u32 {
-    let (innermost, popped) = with_buffer(|o, s, ctx| o.pop(s, ts, tid, ctx, opened_unseen)).unwrap_or((0, 0));
+pub(crate) fn pop_with(ts: u64, tid: u64, opened_unseen: bool, flags: u8, hot: u64) -> u32 {
+    let (innermost, popped) = with_buffer(|o, s, ctx| {
+        let popped = o.pop(s, ts, tid, ctx, opened_unseen);
+        if may_arm(hot, flags, false, ctx) {
+            o.arm(hot, tid, ctx);
+        }
+        popped
+    })
+    .unwrap_or((0, 0));
     // The window's trigger range closes it after its own pop is recorded.
     if flags & window::WATCHING != 0 {
         window::after_pop(tid, popped);
@@ -465,7 +538,7 @@ pub(crate) fn pop_with(ts: u64, tid: u64, opened_unseen: bool, flags: u8) -> u32
 /// range begun outside the session, not an unmatched one.
 #[inline]
 pub fn pop_of_open_range(ts: u64, tid: u64) -> u32 {
-    pop_with(ts, tid, true, window::flags())
+    pop_with(ts, tid, true, window::flags(), 0)
 }
 
 /// `roctxMarkA(label)` at `ts`.
@@ -566,6 +639,7 @@ pub fn pause(tid: u64) {
         }
         PAUSED.fetch_or(PAUSED_SOME_THREAD, Ordering::Relaxed);
     }
+    hot_changed();
 }
 
 /// `roctxProfilerResume(tid)`: 0 resumes the whole process (and every thread).
@@ -585,6 +659,7 @@ pub fn resume(tid: u64) {
     } else {
         PAUSED.fetch_or(PAUSED_SOME_THREAD, Ordering::Relaxed);
     }
+    hot_changed();
 }
 
 /// Counts a record the listener could not use.

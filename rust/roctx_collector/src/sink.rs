@@ -20,14 +20,6 @@ pub trait Sink: Sync {
     fn range_stop(&self, id: u64);
 }
 
-/// Now, on the capture clock, noting a calibration point when one is due.
-#[inline]
-fn stamp() -> u64 {
-    let now = roctx_sys::clock::now();
-    roctx_sys::clock::maybe_note_point(now);
-    now
-}
-
 /// The collector's own sink: in-process capture, no SDK involved.
 #[derive(Debug)]
 pub struct InProcess;
@@ -46,23 +38,42 @@ pub static IN_PROCESS: InProcess = InProcess;
 // Ranges and marks are stamped with the capture clock (roctx_sys::clock: TSC ticks converted at
 // snapshot time, where the machine allows); start/stop ranges, rare and cross-thread, with
 // CLOCK_BOOTTIME directly.
+//
+// The common case, a thread recording its own ranges in a plain session, takes the fast path
+// (`crate::HOT`): one thread-local, one load and one compare for everything the general path
+// checks, then the stamp and the buffer. Anything else (no session, a new one, a pause, a
+// window, a label not seen at that address, a full chunk) goes the general way, which also
+// decides when the fast path may be taken again.
 impl Sink for InProcess {
-    #[inline]
+    #[inline(always)]
     fn push(&self, label: &[u8]) -> u32 {
         let flags = crate::window::flags();
-        if flags != 0 && crate::window::between_windows_push(flags, label) {
-            return 0;
+        if flags != 0 {
+            // Windows configured: never the fast path.
+            if crate::window::between_windows_push(flags, label) {
+                return 0;
+            }
+            return push_general(label);
         }
-        crate::push_with(label, stamp(), crate::current_tid(), flags)
+        match crate::fast_push(label) {
+            Some(seq) => seq,
+            None => push_general(label),
+        }
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&self) -> u32 {
         let flags = crate::window::flags();
-        if flags != 0 && crate::window::between_windows(flags) {
-            return 0;
+        if flags != 0 {
+            if crate::window::between_windows(flags) {
+                return 0;
+            }
+            return pop_general();
         }
-        crate::pop_with(stamp(), crate::current_tid(), false, flags)
+        match crate::fast_pop() {
+            Some(innermost) => innermost,
+            None => pop_general(),
+        }
     }
 
     #[inline]
@@ -71,7 +82,7 @@ impl Sink for InProcess {
         if flags != 0 && crate::window::between_windows(flags) {
             return;
         }
-        crate::mark(label, stamp(), crate::current_tid());
+        crate::mark(label, crate::stamp(), crate::current_tid());
     }
 
     fn range_start(&self, id: u64, label: &[u8]) {
@@ -81,4 +92,26 @@ impl Sink for InProcess {
     fn range_stop(&self, id: u64) {
         crate::range_stop(id, crate::now_ns(), crate::current_tid());
     }
+}
+
+// The general paths, out of line so that the fast path saves no registers for them. `HOT` is read
+// first: what the buffer then finds plain holds for that value.
+#[inline(never)]
+fn push_general(label: &[u8]) -> u32 {
+    let hot = crate::HOT.load(std::sync::atomic::Ordering::Acquire);
+    let flags = crate::window::flags();
+    if flags != 0 && crate::window::between_windows_push(flags, label) {
+        return 0;
+    }
+    crate::push_with(label, crate::stamp(), crate::current_tid(), flags, hot)
+}
+
+#[inline(never)]
+fn pop_general() -> u32 {
+    let hot = crate::HOT.load(std::sync::atomic::Ordering::Acquire);
+    let flags = crate::window::flags();
+    if flags != 0 && crate::window::between_windows(flags) {
+        return 0;
+    }
+    crate::pop_with(crate::stamp(), crate::current_tid(), false, flags, hot)
 }

@@ -387,6 +387,88 @@ fn events_from_thread_local_destructors_after_ours_are_counted() {
     assert_eq!(s.stats.after_thread_exit, 2, "{:?}", s.stats);
 }
 
+/// The sink's fast path (`HOT`) records what the general path would, and gives way at every
+/// change it skips checking: many ranges across chunk boundaries, a pause and a resume of the
+/// process and of this very thread, a label's memory reused for other bytes, the event cap, and a
+/// new session while ranges are open. A second thread shows that another thread's pause or
+/// resume reaches a thread already on the fast path.
+#[test]
+fn the_sinks_fast_path_records_what_the_general_path_does_and_yields_to_every_change() {
+    use crate::sink::{Sink, IN_PROCESS};
+    static OUTER: &[u8] = b"Thunk:#hlo_op=fusion.3,unique_hlo_op_id=7#";
+    let _g = SERIAL.lock();
+    start(opts(1 << 20), CaptureMode::InProcess).unwrap();
+    let (tid, pausing_tid) = on_thread(|| {
+        let tid = current_tid();
+        let mut reused = *b"step 0";
+        for i in 0..5_000u32 {
+            // Nested, so the seq of the innermost range comes back from each pop.
+            let outer = IN_PROCESS.push(OUTER);
+            reused[5] = b'0' + (i % 2) as u8; // the same address, other bytes every other time
+            let inner = IN_PROCESS.push(&reused);
+            assert_eq!(inner, outer.wrapping_add(1));
+            assert_eq!(IN_PROCESS.pop(), outer, "the outer range is innermost again");
+            assert_eq!(IN_PROCESS.pop(), 0);
+        }
+        pause(0);
+        IN_PROCESS.push(b"paused");
+        IN_PROCESS.pop();
+        resume(0);
+        IN_PROCESS.push(b"resumed");
+        IN_PROCESS.pop();
+        // Another thread pauses this one, then resumes it.
+        let me = tid;
+        std::thread::spawn(move || pause(me)).join().unwrap();
+        IN_PROCESS.push(b"this thread paused");
+        IN_PROCESS.pop();
+        let other = std::thread::spawn(move || {
+            resume(me);
+            current_tid()
+        })
+        .join()
+        .unwrap();
+        IN_PROCESS.push(b"this thread resumed");
+        IN_PROCESS.pop();
+        (tid, other)
+    });
+    let s = stop().unwrap();
+    assert_ne!(tid, pausing_tid);
+    let n = 5_000 * 2 + 2;
+    assert_eq!(s.events.len(), n, "{:?}", s.stats);
+    assert_eq!(s.stats.recorded, n as u64);
+    assert_eq!(s.stats.paused, 2, "one range while the process was paused, one while the thread was");
+    assert!(s.events.iter().all(|e| e.tid == tid && e.kind == EventKind::Range && e.start_ns <= e.end_ns));
+    let got = labels(&s);
+    assert_eq!(got.iter().filter(|l| l.as_bytes() == OUTER).count(), 5_000);
+    assert_eq!(got.iter().filter(|l| *l == "step 0").count(), 2_500, "a reused address is compared, not trusted");
+    assert_eq!(got.iter().filter(|l| *l == "step 1").count(), 2_500);
+    assert_eq!(&got[got.len() - 2..], ["resumed", "this thread resumed"]);
+    let depths: Vec<u16> = s.events.iter().take(4).map(|e| e.depth).collect();
+    assert_eq!(depths, [0, 1, 0, 1]);
+
+    // The cap and a new session, with ranges open across it.
+    start(opts(100), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        for _ in 0..300 {
+            IN_PROCESS.push(OUTER);
+            IN_PROCESS.pop();
+        }
+        IN_PROCESS.push(b"open across the sessions");
+        IN_PROCESS.push(OUTER);
+        let s = stop().unwrap();
+        assert_eq!((s.stats.recorded, s.stats.dropped_event_cap), (100, 200), "{:?}", s.stats);
+        assert_eq!(s.stats.open_at_stop, 2);
+        start(opts(100), CaptureMode::InProcess).unwrap();
+        IN_PROCESS.pop();
+        IN_PROCESS.pop();
+        IN_PROCESS.push(b"new session");
+        IN_PROCESS.pop();
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["new session"]);
+    assert_eq!(s.stats.begun_outside_session, 2, "{:?}", s.stats);
+}
+
 /// The in-process sink's stamps (TSC ticks where the machine allows, module docs) come out of a
 /// snapshot as CLOCK_BOOTTIME nanoseconds, between BOOTTIME reads taken around them, and in the
 /// same buffer as SDK-style nanosecond stamps, each converted by its own kind.

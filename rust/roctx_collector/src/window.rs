@@ -177,6 +177,7 @@ pub fn configure(plan: Plan, observer: fn(Change)) {
     state.opened = 0;
     state.open = None;
     FLAGS.store(flags, Ordering::Release);
+    crate::hot_changed();
 }
 
 /// No more windows (the process is exiting, or the caller is done): an open one stays open
@@ -187,6 +188,7 @@ pub fn disarm() {
         plan.max_windows = Some(0);
     }
     FLAGS.fetch_and(!(WAITING | API), Ordering::AcqRel);
+    crate::hot_changed();
 }
 
 /// Windows opened so far, and the number of the one open now (if any).
@@ -262,6 +264,7 @@ pub(crate) fn opened_by(tid: u64, seq: u32) {
     TRIGGER_TID.store(tid, Ordering::Relaxed);
     TRIGGER_SEQ.store(seq, Ordering::Relaxed);
     FLAGS.fetch_or(WATCHING, Ordering::AcqRel);
+    crate::hot_changed();
 }
 
 /// Called after a pop while a range window is open: closes it if the range popped (push
@@ -308,6 +311,7 @@ fn open_locked(state: &mut State, by: Opener) -> bool {
     // No trigger waits while a window is open; a range window's pop is looked for once
     // `opened_by` names it.
     FLAGS.fetch_and(!(WAITING | WATCHING), Ordering::AcqRel);
+    crate::hot_changed();
     observer(Change::Opened { window: state.opened, by });
     true
 }
@@ -315,12 +319,14 @@ fn open_locked(state: &mut State, by: Opener) -> bool {
 fn close_locked(state: &mut State, why: CloseReason) -> bool {
     let (Some(window), Some(observer)) = (state.open, state.observer) else { return false };
     FLAGS.fetch_and(!WATCHING, Ordering::AcqRel);
+    crate::hot_changed();
     TRIGGER_SEQ.store(0, Ordering::Relaxed);
     state.open = None;
     let Ok(snapshot) = crate::stop_closing_open() else { return false };
     // `repeat`: the trigger waits again (the window count bounds it).
     if state.plan.as_ref().is_some_and(|p| p.range.is_some() && p.max_windows.map_or(true, |max| state.opened < max)) {
         FLAGS.fetch_or(WAITING, Ordering::AcqRel);
+        crate::hot_changed();
     }
     observer(Change::Closed { window, why, snapshot: Box::new(snapshot) });
     true
@@ -349,5 +355,6 @@ pub(crate) fn reset() {
     let mut state = lock(&STATE);
     *state = State { plan: None, observer: None, opened: 0, open: None };
     FLAGS.store(0, Ordering::Release);
+    crate::hot_changed();
     TRIGGER_SEQ.store(0, Ordering::Relaxed);
 }

@@ -45,7 +45,7 @@ pub fn domain() -> *const u8 {
 /// Opens a range named `text` on the calling thread: into the host's AnnotationStack when it is
 /// enabled, then into roctx when a library is bound. Whatever the domain: that is the caller's
 /// routing decision (ScopedAnnotation), not ours.
-#[inline]
+#[inline(always)]
 pub fn range_push(text: CText<'_>) {
     // Start-up first: it may start a capture session (ROCTX_UTILS_XSPACE_OUT), which must see
     // this very range.
@@ -68,7 +68,7 @@ pub fn range_push(text: CText<'_>) {
 /// Closes the calling thread's innermost range on both stacks. AnnotationStack may have been
 /// toggled since the push; that is harmless, because a toggle wipes the thread's stack and an
 /// unmatched pop finds it empty.
-#[inline]
+#[inline(always)]
 pub fn range_pop() {
     if host::annotation_stack_enabled() {
         host::annotation_stack_pop();
