@@ -12,6 +12,9 @@
 //              (ROCTX_UTILS_KERNELS and ROCTX_UTILS_CUPTI_LIBRARY choose whether kernels are
 //              traced, and by which libcupti).
 //
+// BENCH_REGISTERED=1: the pairs are XLA's instead (nvtxDomainRangePushEx with a registered
+// string on the "TSL" domain, then nvtxDomainRangePop), as JAX's thunks push them.
+//
 // Each thread runs BENCH_PAIRS nvtxRangePushA + nvtxRangePop pairs (default 1,000,000) after a
 // barrier; a round's time is the slowest thread's; best of BENCH_ROUNDS (default 3). Prints one
 // line per thread count: `<mode> threads=<n> ns_per_pair=<x> mranges_per_s=<y>`.
@@ -117,6 +120,18 @@ bool StartOurSession() {
   return start(&o) == ROCTX_UTILS_OK;
 }
 
+// XLA's way (BENCH_REGISTERED=1): a registered title on XLA's domain.
+nvtxDomainHandle_t g_domain = nullptr;
+nvtxEventAttributes_t g_attr{};
+
+void SetUpRegistered() {
+  g_domain = nvtxDomainCreateA("TSL");
+  g_attr.version = NVTX_VERSION;
+  g_attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  g_attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  g_attr.message.registered = nvtxDomainRegisterStringA(g_domain, kLabel);
+}
+
 double Round(int threads, uint64_t pairs, bool floor) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -132,6 +147,11 @@ double Round(int threads, uint64_t pairs, bool floor) {
       const uint64_t t0 = NowNs();
       if (floor) {
         for (uint64_t i = 0; i < pairs; ++i) FloorPair(i);
+      } else if (g_domain != nullptr) {
+        for (uint64_t i = 0; i < pairs; ++i) {
+          nvtxDomainRangePushEx(g_domain, &g_attr);
+          nvtxDomainRangePop(g_domain);
+        }
       } else {
         for (uint64_t i = 0; i < pairs; ++i) {
           nvtxRangePushA(kLabel);
@@ -157,6 +177,8 @@ int main(int argc, char** argv) {
   const int max_threads = std::getenv("BENCH_MAX_THREADS") ? std::atoi(std::getenv("BENCH_MAX_THREADS")) : 16;
   if (mode == "cupti" && !StartCuptiMarkers()) return 1;
   if (mode == "ours" && !StartOurSession()) return 1;
+  const char* registered = std::getenv("BENCH_REGISTERED");
+  if (registered != nullptr && std::strcmp(registered, "1") == 0) SetUpRegistered();
   for (int threads = 1; threads <= max_threads; threads *= 2) {
     double best = 1e300;
     for (int r = 0; r < rounds; ++r) best = std::min(best, Round(threads, pairs, mode == "floor"));

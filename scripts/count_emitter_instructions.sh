@@ -23,6 +23,7 @@ per_pair "raw fake roctx pair (baseline)" raw XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTIL
 per_pair "RangePush+RangePop, fake roctx, AnnotationStack off" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY="$FAKE"
 per_pair "RangePush+RangePop, no roctx" ours XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 per_pair "RangePush+RangePop, in-process capture, no roctx" capture XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
+per_pair "RangePush(RegisterString title)+RangePop, in-process capture" registered XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 per_pair "roctx_utils_mark, in-process capture, no roctx (per mark)" mark XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent.so ROCM_PATH=/nonexistent
 # Capture windows (issue 43): armed, and no window open: the in-process sink installed, the
 # collector's session stopped (a range trigger compares each label's length and tail; the profiler
@@ -43,7 +44,7 @@ nvtx_inclusive() {  # nvtx_inclusive N env...
   env "$@" BENCH_MAX_THREADS=1 BENCH_ROUNDS=1 BENCH_PAIRS="$n" NVTX_INJECTION64_PATH="$NVTX_SO" ROCTX_UTILS_LOG=off \
     valgrind --tool=callgrind --callgrind-out-file="$out" bazel-bin/bench/nvtx_threads ours >/dev/null 2>&1
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null |
-    grep -E 'roctx_utils::abi::nvtx::(range_push_a|range_pop) \[' | awk '{gsub(",", "", $1); s += $1} END {print s}'
+    grep -E 'roctx_utils::abi::nvtx::(range_push_a|range_pop|domain_range_push_ex|domain_range_pop) \[' | awk '{gsub(",", "", $1); s += $1} END {print s}'
   rm -f "$out"
 }
 nvtx_per_pair() {  # nvtx_per_pair LABEL env...
@@ -53,3 +54,4 @@ nvtx_per_pair() {  # nvtx_per_pair LABEL env...
 }
 nvtx_per_pair "nvtxRangePushA+nvtxRangePop, injection, capture, kernels off" ROCTX_UTILS_KERNELS=0
 nvtx_per_pair "nvtxRangePushA+nvtxRangePop, injection, capture, kernels on (fake CUPTI)" ROCTX_UTILS_CUPTI_LIBRARY="$PWD/bazel-bin/cc_tests/libfake_cupti.so"
+nvtx_per_pair "nvtxDomainRangePushEx(registered)+Pop, TSL domain, kernels off" ROCTX_UTILS_KERNELS=0 BENCH_REGISTERED=1

@@ -160,6 +160,10 @@ pub(crate) struct Owner {
     label_bytes: usize,
     dedup: Box<[DedupSlot; DEDUP_SLOTS]>,
     by_ptr: [PtrSlot; PTR_SLOTS],
+    /// Registered strings' label ids by handle ([`Owner::fast_push_handle`]): a handle names
+    /// bytes that never change, so a hit is not compared. Apart from `by_ptr`, whose addresses
+    /// may be memory a caller freed and the pool later reused.
+    by_handle: [PtrSlot; PTR_SLOTS],
 }
 
 /// A thread's buffer as its thread-local holds it.
@@ -200,6 +204,7 @@ impl ThreadBuffer {
                 label_bytes: 0,
                 dedup: Box::new([DedupSlot::default(); DEDUP_SLOTS]),
                 by_ptr: [PtrSlot::default(); PTR_SLOTS],
+                by_handle: [PtrSlot::default(); PTR_SLOTS],
             }),
         }
     }
@@ -430,6 +435,7 @@ impl Owner {
         self.label_bytes = 0;
         *self.dedup = [DedupSlot::default(); DEDUP_SLOTS];
         self.by_ptr = [PtrSlot::default(); PTR_SLOTS];
+        self.by_handle = [PtrSlot::default(); PTR_SLOTS];
         self.orphans += self.stack.len() as u64 + u64::from(self.overflow);
         self.stack.clear();
         self.overflow = 0;
@@ -463,13 +469,47 @@ impl Owner {
             return None;
         }
         let label = self.label_at_address(label)?;
+        Some(self.open_fast(shared, label))
+    }
+
+    /// [`Owner::fast_push`] of a registered string (bytes that live and never change for the
+    /// process) by its handle: the label id the handle was last stored as this session
+    /// ([`Owner::note_handle`]), no length, no compare.
+    #[inline(always)]
+    pub(crate) fn fast_push_handle(&mut self, shared: &Shared, handle: usize, hot: u64) -> Option<u32> {
+        if self.hot != hot || self.stack.len() >= MAX_DEPTH {
+            return None;
+        }
+        let slot = self.by_handle[(handle >> 3) % PTR_SLOTS];
+        if slot.ptr != handle {
+            return None;
+        }
+        Some(self.open_fast(shared, slot.id))
+    }
+
+    /// A registered string's handle was just pushed on the general path as push number `seq`:
+    /// remembered with the label id its range records, for [`Owner::fast_push_handle`].
+    pub(crate) fn note_handle(&mut self, handle: usize, seq: u32, ctx: &Ctx) {
+        if self.session != ctx.session || handle == 0 {
+            return;
+        }
+        if let Some(&Frame { seq: top, fate: Fate::Record { label }, .. }) = self.stack.last() {
+            if top == seq {
+                self.by_handle[(handle >> 3) % PTR_SLOTS] = PtrSlot { ptr: handle, id: label };
+            }
+        }
+    }
+
+    /// The fast path's push of a range whose label is stored as `label`.
+    #[inline(always)]
+    fn open_fast(&mut self, shared: &Shared, label: u32) -> u32 {
         let start = crate::stamp();
         self.pushes = self.pushes.wrapping_add(1).max(1);
         let seq = self.pushes;
         self.open_recording += 1;
         shared.open_recording.store(self.open_recording, Ordering::Release);
         self.stack.push(Frame { start, seq, fate: Fate::Record { label } });
-        Some(seq)
+        seq
     }
 
     /// [`Owner::pop`] of the thread's own range on the fast path: armed under `hot`, the

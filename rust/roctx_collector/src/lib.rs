@@ -426,6 +426,25 @@ pub(crate) fn fast_push(label: &[u8]) -> Option<u32> {
         .flatten()
 }
 
+/// [`fast_push`] of a registered string by its handle (a string that lives and never changes
+/// for the process): no length, no compare.
+#[inline(always)]
+pub(crate) fn fast_push_handle(handle: usize) -> Option<u32> {
+    LOCAL
+        .with(|local| {
+            let buffer = &local.buffer;
+            let mut owner = buffer.owner.try_borrow_mut().ok()?;
+            owner.fast_push_handle(&buffer.shared, handle, HOT.load(Ordering::Acquire))
+        })
+        .flatten()
+}
+
+/// Registered string `handle` was just pushed on the general path as push number `seq`: its
+/// next pushes may take [`fast_push_handle`].
+pub(crate) fn note_handle(handle: usize, seq: u32) {
+    let _ = with_buffer(|o, _, ctx| o.note_handle(handle, seq, ctx));
+}
+
 /// The in-process sink's pop on the fast path: the push number of the range now innermost.
 #[inline(always)]
 pub(crate) fn fast_pop() -> Option<u32> {

@@ -3,12 +3,19 @@
 //! emitter never calls the collector's functions; it calls the sink `roctx_utils::runtime`
 //! installed, or nothing when none is.
 
+use roctx_sys::CText;
+
 /// Receives the calling thread's ranges and marks. Implementations timestamp and attribute the
 /// event themselves (the calling thread, now), so instrumentation carries no clock.
 pub trait Sink: Sync {
     /// A range named `label` opens on the calling thread (`roctxRangePushA`). Returns its push
     /// number on the thread ([`crate::Event::seq`]), what kernels launched inside it carry.
     fn push(&self, label: &[u8]) -> u32;
+    /// [`Sink::push`] of a registered string (RegisterString's and NVTX's handles): `text` lives
+    /// and never changes for the rest of the process, so a sink may know it by its address alone.
+    fn push_registered(&self, text: CText<'static>) -> u32 {
+        self.push(text.to_bytes())
+    }
     /// The calling thread's innermost range closes (`roctxRangePop`). Returns the push number of
     /// the range now innermost (0: none).
     fn pop(&self) -> u32;
@@ -62,6 +69,16 @@ impl Sink for InProcess {
     }
 
     #[inline(always)]
+    fn push_registered(&self, text: CText<'static>) -> u32 {
+        if crate::window::flags() == 0 {
+            if let Some(seq) = crate::fast_push_handle(text.as_ptr() as usize) {
+                return seq;
+            }
+        }
+        push_registered_general(text)
+    }
+
+    #[inline(always)]
     fn pop(&self) -> u32 {
         let flags = crate::window::flags();
         if flags != 0 {
@@ -92,6 +109,17 @@ impl Sink for InProcess {
     fn range_stop(&self, id: u64) {
         crate::range_stop(id, crate::now_ns(), crate::current_tid());
     }
+}
+
+/// A registered string not known by its handle yet (or windows configured): pushed by its
+/// bytes, then known by its handle for the rest of the session.
+#[inline(never)]
+fn push_registered_general(text: CText<'static>) -> u32 {
+    let seq = IN_PROCESS.push(text.to_bytes());
+    if seq != 0 {
+        crate::note_handle(text.as_ptr() as usize, seq);
+    }
+    seq
 }
 
 // The general paths, out of line so that the fast path saves no registers for them. `HOT` is read

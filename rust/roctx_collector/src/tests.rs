@@ -469,6 +469,58 @@ fn the_sinks_fast_path_records_what_the_general_path_does_and_yields_to_every_ch
     assert_eq!(s.stats.begun_outside_session, 2, "{:?}", s.stats);
 }
 
+/// A registered string (`Sink::push_registered`) is recorded by its text, known by its handle on
+/// the fast path from its second push in a session, and never taken for another range's label:
+/// not for a push past the depth limit (which records nothing), nor in a later session (whose
+/// label ids start over).
+#[test]
+fn registered_strings_are_known_by_handle_and_recorded_by_their_text() {
+    use crate::sink::{Sink, IN_PROCESS};
+    use roctx_sys::CText;
+    static A: &std::ffi::CStr = c"registered A";
+    static B: &std::ffi::CStr = c"registered B";
+    static DEEP: &std::ffi::CStr = c"past the depth limit";
+    let _g = SERIAL.lock();
+    start(opts(1 << 16), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        for i in 0..1_000 {
+            IN_PROCESS.push_registered(CText::from_c_str(if i % 2 == 0 { A } else { B }));
+            IN_PROCESS.push(b"plain");
+            IN_PROCESS.pop();
+            IN_PROCESS.pop();
+        }
+        for _ in 0..MAX_DEPTH {
+            IN_PROCESS.push(b"deep");
+        }
+        assert_eq!(IN_PROCESS.push_registered(CText::from_c_str(DEEP)), 0, "past the depth limit");
+        IN_PROCESS.pop();
+        for _ in 0..MAX_DEPTH {
+            IN_PROCESS.pop();
+        }
+        IN_PROCESS.push_registered(CText::from_c_str(DEEP));
+        IN_PROCESS.pop();
+        IN_PROCESS.push_registered(CText::from_c_str(DEEP));
+        IN_PROCESS.pop();
+    });
+    let s = stop().unwrap();
+    let got = labels(&s);
+    let count = |l: &str| got.iter().filter(|g| *g == l).count();
+    assert_eq!((count("registered A"), count("registered B"), count("plain")), (500, 500, 1_000));
+    assert_eq!((count("deep"), count("past the depth limit")), (MAX_DEPTH, 2));
+    assert_eq!(s.stats.dropped_too_deep, 1);
+    start(opts(16), CaptureMode::InProcess).unwrap();
+    on_thread(|| {
+        IN_PROCESS.push(b"first label of the session");
+        IN_PROCESS.pop();
+        for _ in 0..2 {
+            IN_PROCESS.push_registered(CText::from_c_str(B));
+            IN_PROCESS.pop();
+        }
+    });
+    let s = stop().unwrap();
+    assert_eq!(labels(&s), ["first label of the session", "registered B", "registered B"]);
+}
+
 /// The in-process sink's stamps (TSC ticks where the machine allows, module docs) come out of a
 /// snapshot as CLOCK_BOOTTIME nanoseconds, between BOOTTIME reads taken around them, and in the
 /// same buffer as SDK-style nanosecond stamps, each converted by its own kind.

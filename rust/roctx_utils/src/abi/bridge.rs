@@ -89,9 +89,13 @@ unsafe fn range_push(_domain: *mut ProfilerDomain, ascii: *const c_char) {
 }
 
 unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget) {
+    if title.is_null() {
+        // SAFETY: null is an empty label.
+        return unsafe { range_push(domain, std::ptr::null()) };
+    }
     // SAFETY: a non-null title is a handle from our RegisterString: a NUL-terminated string that
-    // lives for the process.
-    unsafe { range_push(domain, title.cast_const().cast()) }
+    // lives, unchanged, for the process.
+    guard((), || emitter::range_push_registered(unsafe { CText::from_ptr_or_empty(title.cast_const().cast()) }))
 }
 
 unsafe fn range_push_title_text(
@@ -101,9 +105,12 @@ unsafe fn range_push_title_text(
 ) {
     // The R3 contract: title_text is the registered string, alive for the call; prefer it and
     // fall back to the handle's own text.
-    let text = if title_text.is_null() { title.cast_const().cast() } else { title_text };
-    // SAFETY: see range_push_title and the contract above.
-    unsafe { range_push(domain, text) }
+    if title_text.is_null() || title_text == title.cast_const().cast() {
+        // SAFETY: see range_push_title.
+        return unsafe { range_push_title(domain, title) };
+    }
+    // SAFETY: the contract above: a C string alive for the call (the host's, not our pool's).
+    unsafe { range_push(domain, title_text) }
 }
 
 unsafe fn register_schema(_domain: *mut ProfilerDomain) -> u64 {

@@ -220,8 +220,21 @@ fn wide(p: *const u32) -> Message {
 /// # Safety
 /// See [`with_text`].
 unsafe fn push(domain: Dom, message: Message) -> c_int {
-    // SAFETY: per contract.
-    guard(nvtx::NO_PUSH_POP_TRACKING, || unsafe { with_text(domain, message, source::range_push) })
+    guard(nvtx::NO_PUSH_POP_TRACKING, || {
+        if let Message::Registered(handle) = message {
+            // SAFETY: a non-null domain is one of our leaked boxes (contract).
+            let prefixed = unsafe { domain.cast::<source::Domain>().as_ref() }.and_then(source::Domain::prefix).is_some();
+            if !handle.is_null() && !prefixed {
+                // XLA's way (the TSL domain, registered titles): the label is the handle's text,
+                // our pool's, which lives unchanged for the process.
+                // SAFETY: our pool handles are NUL-terminated strings that live for the process.
+                let text = unsafe { CText::from_ptr_or_empty(handle.cast::<c_char>()) };
+                return source::range_push_registered(domain as usize, text);
+            }
+        }
+        // SAFETY: per contract.
+        unsafe { with_text(domain, message, source::range_push) }
+    })
 }
 
 /// # Safety

@@ -65,6 +65,23 @@ pub fn range_push(text: CText<'_>) {
     }
 }
 
+/// [`range_push`] of a registered string (a RegisterString handle's text: it lives and never
+/// changes for the process): the sink may know it by its address, with no `strlen` and no
+/// compare of its bytes (issue 44).
+#[inline(always)]
+pub fn range_push_registered(text: CText<'static>) {
+    let rt = runtime::get(); // first: see range_push
+    if host::annotation_stack_enabled() {
+        host::annotation_stack_push(text.to_bytes());
+    }
+    if let Some(sink) = runtime::sink() {
+        sink.push_registered(text);
+    }
+    if let Some(api) = rt.roctx() {
+        api.range_push(text);
+    }
+}
+
 /// Closes the calling thread's innermost range on both stacks. AnnotationStack may have been
 /// toggled since the push; that is harmless, because a toggle wipes the thread's stack and an
 /// unmatched pop finds it empty.

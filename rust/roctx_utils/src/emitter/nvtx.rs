@@ -202,6 +202,19 @@ pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
     level
 }
 
+/// [`range_push`] of a registered string's text (`nvtxDomainRegisterString`'s handle, our
+/// pool's: it lives, unchanged, for the process) in a domain without a prefix: the sink may know
+/// it by its address alone, no `strlen`, no compare (issue 44).
+pub fn range_push_registered(domain: usize, text: roctx_sys::CText<'static>) -> c_int {
+    runtime::get(); // may start the automatic session, which must see this range
+    let level = LEVELS.with(|l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    if let Some(sink) = runtime::sink() {
+        // The pool's strings are cut to MAX_LABEL bytes already (intern::MAX_STRING_BYTES).
+        runtime::range_changed(sink.push_registered(text));
+    }
+    level
+}
+
 /// `nvtxDomainRangePop` (`domain` 0: `nvtxRangePop`). Returns the level closed, -1 if the
 /// domain had no range open on this thread (then nothing is recorded).
 pub fn range_pop(domain: usize) -> c_int {
