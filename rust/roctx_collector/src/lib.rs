@@ -413,6 +413,9 @@ pub(crate) fn stamp() -> u64 {
     now
 }
 
+// The three fast-path entries below repeat their few lines on purpose: one generic helper taking
+// the owner's call as a closure measured 5 more instructions per NVTX pair (callgrind, issue 44).
+
 /// The in-process sink's push on the fast path (see [`HOT`]): the calling thread's own range,
 /// stamped here. `None`: the general path must take it (nothing was changed).
 #[inline(always)]
