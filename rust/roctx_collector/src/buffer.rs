@@ -58,8 +58,8 @@ const PTR_SLOTS: usize = 64;
 
 const LONG: u64 = 1 << 56;
 
-/// CHUNK slots of three words, in zero pages mapped and faulted in when the chunk is made
-/// (`roctx_sys::pages`): the path that writes events neither clears memory nor faults.
+/// CHUNK slots of three words, from the allocator's zeroed memory (`roctx_sys::pages`): a new
+/// chunk is not cleared slot by slot.
 type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
 
 /// `label` cut to [`MAX_LABEL_BYTES`].

@@ -26,9 +26,9 @@ label caches, write position) lives in its thread-local, and the half a snapshot
 event slots, the published length, labels, counters) is published with one release store per
 event (module `buffer` has the slot layout). No global lock, no atomic read-modify-write on the
 recording path. A thread's first event allocates its buffer (and registers it under the
-registry lock, once per thread); events go into 4096-slot chunks mapped on first need (zero
-pages faulted in at once, `roctx_sys::pages`) and reused by later sessions, so a steady state
-allocates nothing and the event path never faults. A thread recording its own ranges through
+registry lock, once per thread); events go into 4096-slot chunks allocated zeroed on first
+need (`roctx_sys::pages`: no `memset`) and reused by later sessions, so a steady state
+allocates nothing. A thread recording its own ranges through
 the in-process sink in a plain session takes a fast path: one load and one compare of `HOT`
 stand for the session, pause and window checks ([`sink`]). A label is stored once per
 thread and session and named by a per-thread id: a label passed again from the same address is

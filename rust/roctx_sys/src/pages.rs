@@ -1,13 +1,18 @@
-//! Zero-filled memory mapped and faulted in at once, for the collector's event chunks (issue 44).
+//! Zero-filled values from the allocator's zeroed memory, for the collector's event chunks
+//! (issue 44).
 //!
 //! A chunk built element by element cost a `memset` of its 96 KiB (24 instructions per captured
-//! range, callgrind) on top of the kernel's own zero-fill, and then one page fault per 4 KiB as
-//! the hot path first wrote each page (a third of a captured range's time on the dev VM). Here a
-//! chunk is an anonymous private mapping made with `MAP_POPULATE`: the kernel hands over pages
-//! that are already zero and already mapped, in the one `mmap` call that a thread's buffer makes
-//! once per 4,096 events, so the path that writes the events neither clears memory nor faults.
-//! Where the mapping fails (no memory, a seccomp filter) the value is built on the heap instead,
-//! as before: slower, never lost.
+//! range, callgrind) on top of the kernel's own zero-fill. Here a chunk is `calloc`ed: memory
+//! that glibc takes fresh from the kernel is known to be zero and is not cleared again, so a
+//! growing buffer pays no `memset`; its pages are still faulted in by the first write.
+//!
+//! Tried and measured first: each chunk an anonymous mapping made with `MAP_POPULATE`, so that
+//! the hot path took no page fault either. On the H100 lease's 16-core host that was faster up
+//! to 8 threads (65-87 ns per NVTX pair at 1 thread against 78-95) and slower at 16 (168-183 ns
+//! against 119-146; medians 177 and 123). Our reading, not yet checked: the threads' chunks land in
+//! adjacent mappings that the kernel merges into one, so 16 threads mapping and populating chunks
+//! take turns on it, where glibc's heap arenas are one mapping per thread (`bench/results/2026-12-07_nvtx_threads_fast_path_h100.txt`). Pre-faulting
+//! without that cost (chunks faulted in by another thread, per-thread reserved regions) is left.
 
 use std::ops::Deref;
 use std::ptr::NonNull;
@@ -18,7 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 /// # Safety
 /// An implementor must be valid when every byte of it is zero, and have no `Drop` of its own.
 pub unsafe trait Zeroed: Sized {
-    /// The value built in place, for the heap fallback.
+    /// The value built in place, for the fallback.
     fn zero() -> Self;
 }
 
@@ -47,11 +52,10 @@ unsafe impl<T: Zeroed, const N: usize> Zeroed for [T; N] {
     }
 }
 
-/// A zero-filled `T` in pages of its own (or, where mapping failed, in a `Box`).
+/// A zero-filled `T` on the heap, from the allocator's zeroed memory: a `Box<T>` that was never
+/// written element by element.
 pub struct ZeroedBox<T: Zeroed> {
     ptr: NonNull<T>,
-    /// Bytes mapped; 0 when `ptr` is a leaked `Box` (the fallback).
-    mapped: usize,
 }
 
 // SAFETY: it owns its `T` as a `Box` would.
@@ -60,20 +64,18 @@ unsafe impl<T: Zeroed + Send> Send for ZeroedBox<T> {}
 unsafe impl<T: Zeroed + Sync> Sync for ZeroedBox<T> {}
 
 impl<T: Zeroed> ZeroedBox<T> {
-    /// A new zero `T`, its pages mapped and faulted in now.
+    /// A new zero `T`.
     pub fn new() -> ZeroedBox<T> {
-        let bytes = std::mem::size_of::<T>();
-        if bytes > 0 && std::mem::align_of::<T>() <= page_size() {
-            if let Some(ptr) = map_populated(bytes) {
-                return ZeroedBox { ptr: ptr.cast(), mapped: bytes };
+        let layout = std::alloc::Layout::new::<T>();
+        if layout.size() > 0 {
+            // SAFETY: a layout of non-zero size.
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            if let Some(ptr) = NonNull::new(p) {
+                return ZeroedBox { ptr: ptr.cast() };
             }
         }
-        ZeroedBox { ptr: NonNull::from(Box::leak(Box::new(T::zero()))), mapped: 0 }
-    }
-
-    /// Whether the value lives in a mapping of its own (false: the heap fallback).
-    pub fn is_mapped(&self) -> bool {
-        self.mapped != 0
+        // A zero-sized `T`, or no zeroed memory: built in place (as a `Box` would fail).
+        ZeroedBox { ptr: NonNull::from(Box::leak(Box::new(T::zero()))) }
     }
 }
 
@@ -94,47 +96,16 @@ impl<T: Zeroed> Deref for ZeroedBox<T> {
 
 impl<T: Zeroed> Drop for ZeroedBox<T> {
     fn drop(&mut self) {
-        if self.mapped == 0 {
-            // SAFETY: the fallback's pointer came from `Box::leak` and is dropped once.
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
-        } else {
-            // SAFETY: the mapping `map_populated` made for this box, unmapped once. `T` has no
-            // drop glue (`Zeroed`).
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
-        }
+        // SAFETY: `ptr` came from the global allocator with `T`'s layout (`alloc_zeroed`, or a
+        // leaked `Box<T>`), so it is a `Box<T>`'s; dropped once. `T` has no drop glue.
+        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 }
 
 impl<T: Zeroed> std::fmt::Debug for ZeroedBox<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZeroedBox").field("bytes", &std::mem::size_of::<T>()).field("mapped", &self.is_mapped()).finish()
+        f.debug_struct("ZeroedBox").field("bytes", &std::mem::size_of::<T>()).finish()
     }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
-}
-
-/// `bytes` of zero pages, mapped and faulted in (`MAP_POPULATE`); `None` if the kernel refused.
-fn map_populated(bytes: usize) -> Option<NonNull<u8>> {
-    // SAFETY: an anonymous private mapping at an address of the kernel's choice touches no
-    // existing memory.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    NonNull::new(p.cast())
 }
 
 #[cfg(test)]
@@ -143,18 +114,20 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     #[test]
-    fn a_mapped_value_is_zero_writable_and_unmapped_on_drop() {
-        let b: ZeroedBox<[[AtomicU64; 3]; 4096]> = ZeroedBox::new();
-        assert!(b.is_mapped(), "96 KiB of atomics maps on Linux");
-        assert!(b.iter().flatten().all(|w| w.load(Ordering::Relaxed) == 0));
-        b[4095][2].store(7, Ordering::Relaxed);
-        assert_eq!(b[4095][2].load(Ordering::Relaxed), 7);
+    fn a_chunk_is_zero_writable_and_freed_on_drop() {
+        for _ in 0..64 {
+            // Freed and allocated again: recycled memory must come back zero too.
+            let b: ZeroedBox<[[AtomicU64; 3]; 4096]> = ZeroedBox::new();
+            assert!(b.iter().flatten().all(|w| w.load(Ordering::Relaxed) == 0));
+            b[4095][2].store(7, Ordering::Relaxed);
+            b[0][0].store(u64::MAX, Ordering::Relaxed);
+            assert_eq!(b[4095][2].load(Ordering::Relaxed), 7);
+        }
     }
 
     #[test]
-    fn the_heap_fallback_is_zero_too() {
-        let b = ZeroedBox { ptr: NonNull::from(Box::leak(Box::new(<[AtomicU32; 8]>::zero()))), mapped: 0 };
-        assert!(!b.is_mapped());
+    fn small_values_are_zero_too() {
+        let b: ZeroedBox<[AtomicU32; 8]> = ZeroedBox::new();
         assert!(b.iter().all(|w| w.load(Ordering::Relaxed) == 0));
     }
 }
