@@ -4,7 +4,7 @@
 # Usage: scripts/bench_ggml_hooks.sh [extra google-benchmark flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel-4 build -c opt //bench:ggml_hooks_benchmark --config=bazel4 --config=rocm >&2
+bazel-4 build -c opt //bench:ggml_hooks_benchmark //cc_tests:fake_sdk7/lib/librocprofiler-sdk.so.1 //cc_tests:libfake_roctx.so --config=bazel4 --config=rocm >&2
 OUT_DIR=$(mktemp -d)
 trap 'rm -rf "$OUT_DIR"' EXIT
 env -u ROCTX_UTILS_CAPTURE -u ROCTX_UTILS_ROOFLINE_OUT ROCTX_UTILS_LOG=off \
