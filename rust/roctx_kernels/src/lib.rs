@@ -50,6 +50,7 @@ sources above it (rocprofiler-sdk buffer tracing in the listener, the op-scope C
 
 pub mod attribution;
 pub mod join;
+mod merger;
 mod names;
 mod oplog;
 mod ops;

@@ -18,9 +18,11 @@
 //! record of a kernel it launched after them can be delivered (the launch call comes after the
 //! entry, its record after the call), so the join sees what the thread saw.
 //!
-//! Bounds: a ring holds [`PENDING`] entries; the append that fills it tells its thread to merge
-//! (taking the stage's lock once per [`PENDING`] changes, only when no reader came by). Its
-//! slots are allocated once per thread, at its first change: no allocation on the hot path.
+//! Bounds: a ring holds [`PENDING`] entries. The append that takes it to half full asks the
+//! stage's merger thread ([`crate::merger`]) to merge it; the append that fills it (the merger
+//! was late, or there is none) tells its thread to merge (taking the stage's lock once per
+//! [`PENDING`] changes, only when no reader came by). Its slots are allocated once per thread,
+//! at its first change: no allocation on the hot path.
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -114,12 +116,24 @@ fn register() -> Arc<Log> {
     log
 }
 
-/// Appends `entry` to the calling thread's ring: `Ok(full)` (`full`: the caller merges now),
-/// or `Err(entry)`, not appended, while the thread's locals are being torn down or if a caller
-/// ignored `full` (the caller takes the stage's lock, which merges what is pending first, and
-/// applies it then: the thread's order is kept).
+/// What an append left in its thread's ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fill {
+    /// Room for more.
+    Room,
+    /// This append took the ring to half full: time to have it merged elsewhere
+    /// ([`crate::merger`]).
+    Half,
+    /// The ring is full: the caller merges now.
+    Full,
+}
+
+/// Appends `entry` to the calling thread's ring: `Ok(fill)`, or `Err(entry)`, not appended,
+/// while the thread's locals are being torn down or if a caller ignored [`Fill::Full`] (the
+/// caller takes the stage's lock, which merges what is pending first, and applies it then: the
+/// thread's order is kept).
 #[inline]
-pub(crate) fn push(entry: Entry) -> Result<bool, Entry> {
+pub(crate) fn push(entry: Entry) -> Result<Fill, Entry> {
     LOCAL
         .with(|log| {
             let head = log.head.0.load(Ordering::Relaxed); // only this thread stores it
@@ -132,7 +146,11 @@ pub(crate) fn push(entry: Entry) -> Result<bool, Entry> {
                 cell.store(word, Ordering::Relaxed);
             }
             log.head.0.store(head.wrapping_add(1), Ordering::Release);
-            Some(used + 1 >= PENDING)
+            Some(match used + 1 {
+                n if n >= PENDING => Fill::Full,
+                n if n == PENDING / 2 => Fill::Half,
+                _ => Fill::Room,
+            })
         })
         .flatten()
         .ok_or(entry)

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::attribution;
+use crate::merger;
 use crate::join::{Launch, Launches, ScopeLogs, LAUNCH_WINDOW, MAX_WAITING};
 use crate::names::demangle_all;
 use crate::oplog::{self, Entry, What};
@@ -269,13 +270,19 @@ fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
 
 /// Appends `entry` to the calling thread's op log ([`oplog`]): no stage lock, unless the log is
 /// full (the thread merges it) or the thread is exiting (applied directly, after what it logged
-/// before).
+/// before). A log at half full is handed to the merger thread ([`merger`]).
 fn log(entry: Entry) {
     match oplog::push(entry) {
-        Ok(false) => {}
-        Ok(true) => with(|_| ()),
+        Ok(oplog::Fill::Room) => {}
+        Ok(oplog::Fill::Half) => merger::request(merge_pending_now),
+        Ok(oplog::Fill::Full) => merge_pending_now(),
         Err(entry) => with(|s| s.apply_now(entry)),
     }
+}
+
+/// Merges every thread's pending op-log entries into the stage.
+fn merge_pending_now() {
+    with(|_| ());
 }
 
 /// Begins an op invocation with `op`'s geometry; returns its id (from 1), or 0 when the op

@@ -413,12 +413,40 @@ fn op_scopes_begin_while_the_stage_is_locked_and_reach_it_in_their_threads_order
 #[test]
 fn a_full_op_log_is_merged_by_its_own_thread() {
     let _g = serial();
+    // The merger thread kept out, as when it is late or could not be started.
+    let _off = crate::merger::Off::new();
     for i in 0..crate::oplog::PENDING as u64 {
         scope_changed(42, i + 1, (i % 2) as u32);
     }
     assert!(crate::oplog::pending_here() < crate::oplog::PENDING, "the thread that filled its log merged it");
     scope_changed(42, u64::MAX, 0);
     assert_eq!(crate::oplog::pending_here(), 1, "appended, not merged");
+}
+
+#[test]
+fn a_half_full_op_log_is_merged_by_the_merger_thread_not_its_own() {
+    let _g = serial();
+    // A thread that changes its scope a few hundred times a millisecond with no reader coming
+    // by (llama.cpp's launching thread between CUPTI's deliveries): the merger moves its log
+    // into the stage once it is half full; the thread itself never merges.
+    let base = invocations_started();
+    let (_, key) = begin_invocation_keyed(op("ADD", 64));
+    let key = key.expect("a geometry");
+    std::thread::spawn(move || {
+        let half = crate::oplog::PENDING / 2;
+        for i in 0..half as u64 {
+            assert!(begin_invocation_at_scoped(key, 77, i + 1).is_some(), "begun through the log");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while crate::oplog::pending_here() >= half && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(crate::oplog::pending_here() < half, "merged by another thread while this one waited");
+    })
+    .join()
+    .expect("the logging thread");
+    assert_eq!(invocations_started() - base, 1 + crate::oplog::PENDING as u64 / 2, "every invocation begun");
+    assert!(snapshot().invocations.len() > crate::oplog::PENDING / 2, "and each in the stage");
 }
 
 #[test]
@@ -431,7 +459,7 @@ fn a_begin_logged_across_a_reset_keeps_its_kernels_as_no_ops() {
     let stale = crate::oplog::Entry { thread: 43, at_ns: 100, what: crate::oplog::What::Begin { id: 1 << 30, geometry: 0, resets: crate::store::resets_of(key) } };
     reset();
     let _ = begin_invocation_keyed(op("MUL_MAT", 64)); // geometry 0 of the new table: another op
-    assert_eq!(crate::oplog::push(stale), Ok(false));
+    assert_eq!(crate::oplog::push(stale), Ok(crate::oplog::Fill::Room));
     record_launches([Launch { correlation_id: 1, thread_id: 43, start_ns: 150, end_ns: 150 }]);
     record_dispatch([RawDispatch { start_ns: 200, end_ns: 201, kernel_id: 1, by_launch: true, correlation_id: 1, ..Default::default() }]);
     let s = snapshot();
@@ -511,10 +539,10 @@ fn an_entry_appended_just_before_its_thread_exits_is_kept_by_a_reader_that_was_r
     let (ready_tx, ready_rx) = channel();
     let (go_tx, go_rx) = channel::<()>();
     let writer = std::thread::spawn(move || {
-        assert_eq!(push(entry(1)), Ok(false));
+        assert_eq!(push(entry(1)), Ok(crate::oplog::Fill::Room));
         ready_tx.send(()).expect("the test waits");
         go_rx.recv().expect("the test says go");
-        assert_eq!(push(entry(2)), Ok(false));
+        assert_eq!(push(entry(2)), Ok(crate::oplog::Fill::Room));
     });
     ready_rx.recv().expect("the writer's first entry");
     let mut writer = Some(writer);
