@@ -10,7 +10,7 @@
 # The same for 8 dense decoder layers (`dense`: attention over a 1,024-position KV cache and a
 # SwiGLU FFN, Llama-3.2-1B-shaped; moe_layer.cpp builds both), in the same rounds.
 # MOE_LAYER_IDS="shared separate dense" also runs each MUL_MAT_ID on its own ids (test-backend-ops');
-# the default is "shared dense".
+# the default is "shared dense". MOE_LAYER_TOKENS="1" runs the decode step alone (default "1 8 512").
 # Decode steps are launch-bound, so host noise moves them by 20-60 % between rounds (issue 42):
 # each run is pinned to MOE_LAYER_CPUS (default 2-5, where taskset exists; "" for none), each
 # round starts the configurations at a different one (drift falls on each alike), and the
@@ -30,6 +30,7 @@ cupti_only_available || CONFIGS=(none hook hook_exact)
 # MOE_LAYER_CONFIGS="none cupti cupti_ours hook hook_alt": others (overhead_env.sh), shown after.
 if [ -n "${MOE_LAYER_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$MOE_LAYER_CONFIGS"; fi
 read -r -a IDS <<<"${MOE_LAYER_IDS:-shared dense}"
+read -r -a TOKENS <<<"${MOE_LAYER_TOKENS:-1 8 512}"
 # A prefill step is ~60x a decode step: a fifth of the steps keeps each run a few seconds.
 steps() { if [ "$1" -ge 512 ]; then echo $((STEPS / 5)); else echo "$STEPS"; fi; }
 PIN=()
@@ -40,7 +41,7 @@ for round in $(seq 1 "$ROUNDS"); do
   # This round's order: the configurations rotated by the round number.
   n=${#CONFIGS[@]} k=$(( (round - 1) % ${#CONFIGS[@]} ))
   ORDER=("${CONFIGS[@]:$k}" "${CONFIGS[@]:0:$k}")
-  for tokens in 1 8 512; do
+  for tokens in "${TOKENS[@]}"; do
     for ids in "${IDS[@]}"; do
       for cfg in "${ORDER[@]}"; do
         overhead_env "$cfg" "$WORK/$cfg.$tokens.$ids.$round.json"
