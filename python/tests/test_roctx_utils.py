@@ -503,6 +503,36 @@ class JaxInstall(unittest.TestCase):
         self.assertEqual(s.ranges(), [("raises", 0), ("after", 1)])
         roctx_utils._lib.get().range_pop()  # rebalance this thread for the next tests
 
+    def test_the_compiled_hooks_table_finds_every_open_instance_after_any_removal(self):
+        # The compiled hooks keep which instances have a range open in a table of their own
+        # (_fast.c); each key is looked up after every removal, in a scrambled order.
+        from roctx_utils import _fast
+        if _fast is None:
+            self.skipTest("the pure-Python path")
+        for n in (1, 63, 200, 1000, 4096):
+            self.assertTrue(_fast._table_check(n), n)
+
+    def test_many_open_at_once_each_closes_once_by_exit_or_collection(self):
+        # More annotations open at once than the compiled hooks' table starts with (64), closed
+        # innermost first, every third by being collected without an exit; twice, so the second
+        # round's objects take addresses the first round's had.
+        import gc
+        import jax
+        self.assertTrue(rjax.install())
+        cls = jax.profiler.TraceAnnotation
+        want = []
+        with Session() as s:
+            for _ in range(2):
+                open_ = [cls("n%d" % i) for i in range(200)]
+                for i in reversed(range(200)):
+                    t = open_.pop()
+                    if i % 3:
+                        t.__exit__(None, None, None)
+                    del t  # the last reference: __del__ pops the never-exited ones
+                want += [("n%d" % i, i) for i in range(200)]  # in the order they began
+                gc.collect()
+        self.assertEqual(s.ranges(), want)
+
     def test_start_and_stop_trace_hand_cupti_over_and_back(self):
         import tempfile
         import jax

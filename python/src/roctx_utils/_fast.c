@@ -28,6 +28,14 @@
 
 #include <structmember.h>
 
+/* The vectorcall convention for our methods: no argument tuple built per call (the `with`
+ * statement's __exit__(None, None, None), TraceMe's __init__ and __exit__). CPython has taken
+ * it since 3.7; its flag joined the stable ABI in 3.10 with this value, which the 3.9 limited
+ * API headers do not define. */
+#ifndef METH_FASTCALL
+#define METH_FASTCALL 0x0080
+#endif
+
 /* roctx_utils_range_push / roctxRangePushA and roctx_utils_range_pop / roctxRangePop. roctx's
  * return an int this never reads: on x86-64 and AArch64 a caller that ignores the return
  * register calls either the same way. */
@@ -130,8 +138,9 @@ static void wrong_thread(void) {
   Py_XDECREF(r);
 }
 
-static PyObject *Range_exit(PyObject *self, PyObject *args) {
+static PyObject *Range_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)args;
+  (void)nargs;
   if (take(&t_stack, self)) {
     if (g_state == BOUND) g_pop();
   } else {
@@ -151,7 +160,7 @@ static void Range_dealloc(PyObject *self) {
 
 static PyMethodDef Range_methods[] = {
     {"__enter__", Range_enter, METH_NOARGS, "Pushes the range on this thread; returns self."},
-    {"__exit__", Range_exit, METH_VARARGS, "Pops it, on the thread that pushed it; returns False."},
+    {"__exit__", (PyCFunction)(void (*)(void))Range_exit, METH_FASTCALL, "Pops it, on the thread that pushed it; returns False."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -215,42 +224,123 @@ static PyObject *pop(PyObject *module, PyObject *ident) {
  * with PyDescr_NewMethod, so that neither __init__, __exit__ nor __del__ adds a Python frame.
  * One class is hooked per process (TraceAnnotation; StepTraceAnnotation and annotate_function
  * reach it through it), so its originals live here. The range opens in __init__ (as TraceMe
- * starts there) and closes at the first of __exit__ and __del__, on the thread that opened it:
- * the instance keeps that thread's ident in `_roctx_utils_tid` (the pure path's attribute). */
+ * starts there) and closes at the first of __exit__ and __del__, on the thread that opened it.
+ * Which instances have a range open, and on which thread, is kept here (g_open), not on the
+ * instance as the pure path does (`_roctx_utils_tid`): the attribute's int, its dict, and
+ * reading `__dict__` back at each exit and again at each __del__ (which builds the instance's
+ * dict object) were most of what the hook cost over a stock TraceAnnotation (issue 44). */
 static PyObject *g_base_init, *g_base_exit, *g_base_del; /* the class's own (base_del may be None) */
 static PyObject *g_plain;                                  /* jax.py's _PLAIN: name -> label */
 static PyObject *g_label;                                  /* jax.py's label(name, kwargs) */
-static PyObject *g_tid_name;                               /* "_roctx_utils_tid", interned */
-static PyObject *g_dict_name;                              /* "__dict__", interned */
 
-/* (self,) + args */
-static PyObject *prepend(PyObject *self, PyObject *args) {
-  Py_ssize_t n = PyTuple_Size(args);
-  if (n < 0) return NULL;
+/* Instances with a range open: address -> the ident of the thread that pushed it. Open
+ * addressing with linear probing and backward-shift deletion, at most half full; written only
+ * with the GIL held. An entry leaves at the instance's first __exit__ or its __del__, so an
+ * address is never found again after its object is gone. */
+typedef struct {
+  const void *key; /* NULL: empty */
+  unsigned long tid;
+} Open;
+static Open *g_open;
+static size_t g_open_cap; /* 0 or a power of two */
+static size_t g_open_n;
+
+static size_t open_slot(const void *key, size_t cap) {
+  uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* Whether `key` was added (no memory: not). */
+static int open_put(const void *key, unsigned long tid) {
+  if ((g_open_n + 1) * 2 > g_open_cap) {
+    size_t cap = g_open_cap ? g_open_cap * 2 : 64;
+    Open *table = PyMem_Calloc(cap, sizeof(Open));
+    if (table == NULL) return 0;
+    for (size_t i = 0; i < g_open_cap; ++i) {
+      if (g_open[i].key == NULL) continue;
+      size_t j = open_slot(g_open[i].key, cap);
+      while (table[j].key != NULL) j = (j + 1) & (cap - 1);
+      table[j] = g_open[i];
+    }
+    PyMem_Free(g_open);
+    g_open = table;
+    g_open_cap = cap;
+  }
+  size_t i = open_slot(key, g_open_cap);
+  while (g_open[i].key != NULL && g_open[i].key != key) i = (i + 1) & (g_open_cap - 1);
+  if (g_open[i].key == NULL) g_open_n++;
+  g_open[i].key = key;
+  g_open[i].tid = tid;
+  return 1;
+}
+
+/* Removes `key`: whether it was there, and its thread in *tid. */
+static int open_take(const void *key, unsigned long *tid) {
+  if (g_open_n == 0) return 0;
+  size_t mask = g_open_cap - 1, i = open_slot(key, g_open_cap);
+  while (g_open[i].key != key) {
+    if (g_open[i].key == NULL) return 0;
+    i = (i + 1) & mask;
+  }
+  *tid = g_open[i].tid;
+  /* Backward shift: every later entry of the run that may sit at i moves up, so no probe
+   * meets a hole before its key. */
+  for (size_t j = (i + 1) & mask; g_open[j].key != NULL; j = (j + 1) & mask) {
+    size_t home = open_slot(g_open[j].key, g_open_cap);
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      g_open[i] = g_open[j];
+      i = j;
+    }
+  }
+  g_open[i].key = NULL;
+  g_open_n--;
+  return 1;
+}
+
+/* (self,) + args[0:n]: the tuple TraceMe's methods are called with. */
+static PyObject *with_self(PyObject *self, PyObject *const *args, Py_ssize_t n) {
   PyObject *all = PyTuple_New(n + 1);
   if (all == NULL) return NULL;
   Py_INCREF(self);
   PyTuple_SetItem(all, 0, self);
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *item = PyTuple_GetItem(args, i);
-    Py_INCREF(item);
-    PyTuple_SetItem(all, i + 1, item);
+    Py_INCREF(args[i]);
+    PyTuple_SetItem(all, i + 1, args[i]);
   }
   return all;
 }
 
-static PyObject *hook_init(PyObject *self, PyObject *args, PyObject *kwargs) {
-  PyObject *all = prepend(self, args);
-  if (all == NULL) return NULL;
-  PyObject *r = PyObject_Call(g_base_init, all, kwargs);
-  Py_DECREF(all);
-  if (r == NULL) return NULL; /* TraceMe's own error, unchanged */
+/* The keyword arguments of a vectorcall as a dict (NULL with none, or on error with an
+ * exception set: *failed). */
+static PyObject *kwargs_of(PyObject *const *values, PyObject *kwnames, int *failed) {
+  *failed = 0;
+  Py_ssize_t n = kwnames != NULL ? PyTuple_Size(kwnames) : 0;
+  if (n <= 0) return NULL;
+  PyObject *kw = PyDict_New();
+  for (Py_ssize_t i = 0; kw != NULL && i < n; ++i) {
+    if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, i), values[i]) < 0) Py_CLEAR(kw);
+  }
+  *failed = kw == NULL;
+  return kw;
+}
+
+static PyObject *hook_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  int failed;
+  PyObject *kwargs = kwargs_of(args + nargs, kwnames, &failed);
+  if (failed) return NULL;
+  PyObject *all = with_self(self, args, nargs);
+  PyObject *r = all != NULL ? PyObject_Call(g_base_init, all, kwargs) : NULL;
+  Py_XDECREF(all);
+  if (r == NULL) {
+    Py_XDECREF(kwargs);
+    return NULL; /* TraceMe's own error, unchanged */
+  }
   Py_DECREF(r);
   /* The label: a plain name's is cached by label(); anything else goes through it. Never
    * raises: a label that cannot be made is label()'s "<unprintable annotation name>". TraceMe
    * takes its name positionally only (it raised above otherwise). */
-  PyObject *name = PyTuple_Size(args) > 0 ? PyTuple_GetItem(args, 0) : NULL;
-  int plain = kwargs == NULL || PyDict_Size(kwargs) == 0;
+  PyObject *name = nargs > 0 ? args[0] : NULL;
+  int plain = kwargs == NULL;
   PyObject *label = NULL;
   if (name != NULL && plain && PyUnicode_Check(name) && g_plain != NULL) {
     label = PyDict_GetItem(g_plain, name); /* borrowed; no exception */
@@ -262,51 +352,31 @@ static PyObject *hook_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (kw != kwargs) Py_XDECREF(kw);
     if (label == NULL) PyErr_Clear();
   }
+  Py_XDECREF(kwargs);
   if (g_state == UNBOUND) bind();
   if (g_state == BOUND) g_push(text_of(label));
   Py_XDECREF(label);
-  PyObject *tid = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
-  if (tid == NULL || PyObject_SetAttr(self, g_tid_name, tid) < 0) {
+  if (!open_put(self, PyThread_get_thread_ident())) {
     /* Pushed but not remembered (no memory): pop now rather than never. */
     PyErr_Clear();
     if (g_state == BOUND) g_pop();
   }
-  Py_XDECREF(tid);
   Py_RETURN_NONE;
 }
 
 /* Pops `self`'s range once, on the thread that opened it (else counted). */
 static void hook_stop(PyObject *self) {
-  /* Through the instance's dict: a failed getattr would build an AttributeError (most of a
-   * microsecond) for every annotation's __del__ after its __exit__. */
-  PyObject *dict = PyObject_GetAttr(self, g_dict_name);
-  if (dict == NULL) {
-    PyErr_Clear();
-    return;
-  }
-  PyObject *tid = PyDict_Check(dict) ? PyDict_GetItem(dict, g_tid_name) : NULL; /* borrowed */
-  if (tid == NULL) { /* never pushed, or already popped */
-    Py_DECREF(dict);
-    return;
-  }
-  Py_INCREF(tid);
-  if (PyDict_DelItem(dict, g_tid_name) < 0) PyErr_Clear();
-  Py_DECREF(dict);
-  unsigned long want = PyLong_AsUnsignedLong(tid);
-  Py_DECREF(tid);
-  if (want == (unsigned long)-1 && PyErr_Occurred()) {
-    PyErr_Clear();
-    return;
-  }
-  if (want != PyThread_get_thread_ident()) {
+  unsigned long tid;
+  if (!open_take(self, &tid)) return; /* never pushed, or already popped */
+  if (tid != PyThread_get_thread_ident()) {
     wrong_thread();
     return;
   }
   if (g_state == BOUND) g_pop();
 }
 
-static PyObject *hook_exit(PyObject *self, PyObject *args) {
-  PyObject *all = prepend(self, args);
+static PyObject *hook_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  PyObject *all = with_self(self, args, nargs);
   PyObject *r = all != NULL ? PyObject_Call(g_base_exit, all, NULL) : NULL;
   Py_XDECREF(all);
   /* Popped whatever TraceMe's exit did; its result or exception passes through unchanged. */
@@ -329,9 +399,9 @@ static PyObject *hook_del(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef hook_defs[] = {
-    {"__init__", (PyCFunction)(void (*)(void))hook_init, METH_VARARGS | METH_KEYWORDS,
+    {"__init__", (PyCFunction)(void (*)(void))hook_init, METH_FASTCALL | METH_KEYWORDS,
      "TraceMe's __init__, then a ROCTX range pushed on this thread (roctx_utils.jax)."},
-    {"__exit__", hook_exit, METH_VARARGS, "TraceMe's __exit__, then the range popped once (roctx_utils.jax)."},
+    {"__exit__", (PyCFunction)(void (*)(void))hook_exit, METH_FASTCALL, "TraceMe's __exit__, then the range popped once (roctx_utils.jax)."},
     {"__del__", hook_del, METH_NOARGS, "The range popped if still open (roctx_utils.jax)."},
 };
 
@@ -345,8 +415,6 @@ static PyObject *hook_trace_annotation(PyObject *module, PyObject *args) {
     PyErr_SetString(PyExc_TypeError, "hook_trace_annotation: cls must be a class");
     return NULL;
   }
-  if (g_tid_name == NULL && (g_tid_name = PyUnicode_InternFromString("_roctx_utils_tid")) == NULL) return NULL;
-  if (g_dict_name == NULL && (g_dict_name = PyUnicode_InternFromString("__dict__")) == NULL) return NULL;
   PyObject *out = PyTuple_New(3);
   if (out == NULL) return NULL;
   for (int i = 0; i < 3; ++i) {
@@ -368,10 +436,46 @@ static PyObject *hook_trace_annotation(PyObject *module, PyObject *args) {
   return out;
 }
 
+/* _table_check(n): the open-instance table under n keys spaced as objects are, inserted and
+ * taken in a scrambled order with every remaining key looked up after each take; whether all
+ * held (the tests'; the table is left as it was: empty keys only ever here). */
+static PyObject *table_check(PyObject *module, PyObject *arg) {
+  (void)module;
+  long n = PyLong_AsLong(arg);
+  if (n < 0 || n > 4096) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "_table_check: 0 <= n <= 4096");
+    return NULL;
+  }
+  /* Fake addresses past any object's, 48 bytes apart (small objects' spacing). */
+  const uintptr_t base = (uintptr_t)1 << 62;
+  size_t before = g_open_n;
+  int ok = 1;
+  for (long i = 0; i < n; ++i) ok &= open_put((const void *)(base + 48 * (uintptr_t)i), (unsigned long)i);
+  /* Taken in the order i * 7919 mod n (a permutation when n is not a multiple of 7919). */
+  for (long k = 0; ok && k < n; ++k) {
+    long i = (long)(((uint64_t)k * 7919u) % (uint64_t)n);
+    unsigned long tid = 0;
+    ok &= open_take((const void *)(base + 48 * (uintptr_t)i), &tid) && tid == (unsigned long)i;
+    ok &= !open_take((const void *)(base + 48 * (uintptr_t)i), &tid); /* once */
+    if (k % 64 == 0 || n <= 256) {
+      for (long m = k + 1; ok && m < n; ++m) {
+        long j = (long)(((uint64_t)m * 7919u) % (uint64_t)n);
+        const void *key = (const void *)(base + 48 * (uintptr_t)j);
+        size_t mask = g_open_cap - 1, at = open_slot(key, g_open_cap);
+        while (g_open[at].key != key && g_open[at].key != NULL) at = (at + 1) & mask;
+        ok &= g_open[at].key == key;
+      }
+    }
+  }
+  ok &= g_open_n == before;
+  return PyBool_FromLong(ok);
+}
+
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS, "setup(binder, wrong_thread): the package's two callbacks."},
     {"push", push, METH_O, "push(label) -> ident: pushes label (bytes) on this thread."},
     {"pop", pop, METH_O, "pop(ident) -> bool: pops, only on the thread ident names."},
+    {"_table_check", table_check, METH_O, "_table_check(n) -> bool: the open-instance table's self-check (tests)."},
     {"hook_trace_annotation", hook_trace_annotation, METH_VARARGS,
      "hook_trace_annotation(cls, init, exit, del, plain, label) -> (__init__, __exit__, __del__)."},
     {NULL, NULL, 0, NULL},
