@@ -41,7 +41,7 @@ def build(out_dir):
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     out = os.path.join(out_dir, MODULE)
     cmd = cc + ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall",
-                "-I" + sysconfig.get_paths()["include"], SOURCE, "-o", out]
+                "-I" + sysconfig.get_paths()["include"], SOURCE, "-ldl", "-o", out]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:

@@ -477,6 +477,18 @@ class JaxInstall(unittest.TestCase):
                                       ("exit_then_gc", 0), ("after", 0)])
 
     def test_hooked_edges_errors_threads_and_keywords(self):
+        self.hooked_edges()
+        from roctx_utils import _fast
+        if _fast is not None:
+            # The compiled hooks again, calling TraceMe's methods with argument tuples (as on an
+            # interpreter that exports no PyObject_Vectorcall).
+            was = _fast._vectorcall(False)
+            try:
+                self.hooked_edges()
+            finally:
+                _fast._vectorcall(was)
+
+    def hooked_edges(self):
         # What the compiled hooks (_fast.c) must do as the Python ones do: TraceMe's own errors
         # pass through with no range left open, an exception in the block propagates, a stop on
         # another thread is counted and not popped, keyword arguments label the range.

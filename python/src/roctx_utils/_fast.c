@@ -24,6 +24,7 @@
 #include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dlfcn.h>
 #include <string.h>
 
 #include <structmember.h>
@@ -297,6 +298,18 @@ static int open_take(const void *key, unsigned long *tid) {
   return 1;
 }
 
+/* PyObject_Vectorcall where the interpreter exports it (3.11 does; the stable ABI has it from
+ * 3.12), looked up once at import: TraceMe's methods are then called with no argument tuple.
+ * NULL: the tuple call below. */
+typedef PyObject *(*vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
+static vectorcall_fn g_vectorcall;
+
+/* Arguments (self first) passed without a tuple: more take the tuple call. */
+#define STACK_ARGS 8
+
+/* base(self, *args[0:nargs], **dict(zip(kwnames, args[nargs:]))): TraceMe's own method. */
+static PyObject *call_base(PyObject *base, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
 /* (self,) + args[0:n]: the tuple TraceMe's methods are called with. */
 static PyObject *with_self(PyObject *self, PyObject *const *args, Py_ssize_t n) {
   PyObject *all = PyTuple_New(n + 1);
@@ -324,18 +337,32 @@ static PyObject *kwargs_of(PyObject *const *values, PyObject *kwnames, int *fail
   return kw;
 }
 
-static PyObject *hook_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+static PyObject *call_base(PyObject *base, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  Py_ssize_t nkw = kwnames != NULL ? PyTuple_Size(kwnames) : 0;
+  if (nkw < 0) return NULL;
+  if (g_vectorcall != NULL && 1 + nargs + nkw <= STACK_ARGS) {
+    PyObject *stack[STACK_ARGS];
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < nargs + nkw; ++i) stack[1 + i] = args[i];
+    return g_vectorcall(base, stack, (size_t)(1 + nargs), nkw > 0 ? kwnames : NULL);
+  }
   int failed;
   PyObject *kwargs = kwargs_of(args + nargs, kwnames, &failed);
   if (failed) return NULL;
   PyObject *all = with_self(self, args, nargs);
-  PyObject *r = all != NULL ? PyObject_Call(g_base_init, all, kwargs) : NULL;
+  PyObject *r = all != NULL ? PyObject_Call(base, all, kwargs) : NULL;
   Py_XDECREF(all);
-  if (r == NULL) {
-    Py_XDECREF(kwargs);
-    return NULL; /* TraceMe's own error, unchanged */
-  }
+  Py_XDECREF(kwargs);
+  return r;
+}
+
+static PyObject *hook_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *r = call_base(g_base_init, self, args, nargs, kwnames);
+  if (r == NULL) return NULL; /* TraceMe's own error, unchanged */
   Py_DECREF(r);
+  int failed;
+  PyObject *kwargs = kwargs_of(args + nargs, kwnames, &failed); /* the label's, rare */
+  if (failed) PyErr_Clear();
   /* The label: a plain name's is cached by label(); anything else goes through it. Never
    * raises: a label that cannot be made is label()'s "<unprintable annotation name>". TraceMe
    * takes its name positionally only (it raised above otherwise). */
@@ -376,9 +403,7 @@ static void hook_stop(PyObject *self) {
 }
 
 static PyObject *hook_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  PyObject *all = with_self(self, args, nargs);
-  PyObject *r = all != NULL ? PyObject_Call(g_base_exit, all, NULL) : NULL;
-  Py_XDECREF(all);
+  PyObject *r = call_base(g_base_exit, self, args, nargs, NULL);
   /* Popped whatever TraceMe's exit did; its result or exception passes through unchanged. */
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
@@ -471,10 +496,21 @@ static PyObject *table_check(PyObject *module, PyObject *arg) {
   return PyBool_FromLong(ok);
 }
 
+/* _vectorcall(on) -> whether it was on: TraceMe's methods called without tuples where the
+ * interpreter allows (on), or always by the tuple call (the tests run both). */
+static PyObject *set_vectorcall(PyObject *module, PyObject *arg) {
+  (void)module;
+  int was = g_vectorcall != NULL, on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  g_vectorcall = on ? (vectorcall_fn)dlsym(RTLD_DEFAULT, "PyObject_Vectorcall") : NULL;
+  return PyBool_FromLong(was);
+}
+
 static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS, "setup(binder, wrong_thread): the package's two callbacks."},
     {"push", push, METH_O, "push(label) -> ident: pushes label (bytes) on this thread."},
     {"pop", pop, METH_O, "pop(ident) -> bool: pops, only on the thread ident names."},
+    {"_vectorcall", set_vectorcall, METH_O, "_vectorcall(on) -> bool: TraceMe's methods called by vectorcall where possible (tests)."},
     {"_table_check", table_check, METH_O, "_table_check(n) -> bool: the open-instance table's self-check (tests)."},
     {"hook_trace_annotation", hook_trace_annotation, METH_VARARGS,
      "hook_trace_annotation(cls, init, exit, del, plain, label) -> (__init__, __exit__, __del__)."},
@@ -489,6 +525,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__fast(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
+  g_vectorcall = (vectorcall_fn)dlsym(RTLD_DEFAULT, "PyObject_Vectorcall");
   PyObject *range = PyType_FromSpec(&Range_spec);
   if (range == NULL || PyModule_AddObject(m, "Range", range) < 0) {
     Py_XDECREF(range);
