@@ -2,6 +2,7 @@
 """Turns bench/side_by_side's Google Benchmark JSON into BENCHMARKS.md's side-by-side table.
 
 Usage: bench_tables.py RESULT.json [RESULT.json ...] [--tag TAG] [--write BENCHMARKS.md]
+       bench_tables.py RESULT.json --summary RESULT.json NVTX.txt|- PYTHON.txt|- [--write ...]
 
 Each RESULT.json is one run of scripts/bench.sh (raw output, committed under bench/results/).
 Its table goes between `<!-- side_by_side:TAG begin -->` and `<!-- side_by_side:TAG end -->`
@@ -10,6 +11,12 @@ first time gets its block appended to the "Capture, side by side" section. --tag
 machine tag (to keep an older run's table next to the current one's). Without --write the
 tables are printed. Nothing in a table is typed by hand: machine, date, compiler and commit come
 from the run's context.
+
+--summary adds the machine's table of every path (issue 44), between `<!-- summary:TAG begin -->`
+and `<!-- summary:TAG end -->` in the "Every path on one machine" section: the side-by-side run's
+floor, NVTX3 with no tool and ours linked; scripts/bench_nvtx_threads.sh's output (NVTX.txt:
+CUPTI's own NVTX capture where it ran, ours injected with kernels off and traced, against that
+binary's own floor); python/bench/bench_annotate.py's (PYTHON.txt). "-" for a part not run.
 """
 import json
 import re
@@ -66,6 +73,107 @@ def table(path, tag=None):
     return tag or ctx.get("machine_tag", "unknown"), "\n".join(lines)
 
 
+SUMMARY_SECTION = "## Every path on one machine (issue 44)"
+SUMMARY_THREADS = (1, 4, 16)
+
+
+def load_nvtx(path):
+    """{(configuration, threads): median ns per pair over the rounds} of bench_nvtx_threads.sh."""
+    seen = {}
+    for line in open(path):
+        m = re.match(r"(\w+) threads=(\d+) ns_per_pair=([\d.]+)", line)
+        if m:
+            seen.setdefault((m.group(1), int(m.group(2))), []).append(float(m.group(3)))
+    return {k: sorted(v)[len(v) // 2] for k, v in seen.items()}
+
+
+def load_python(path):
+    """{row label: ns per pair} of bench_annotate.py (its first run of each row)."""
+    rows = {}
+    for line in open(path):
+        m = re.match(r"(\S.*?)\s+([\d.]+) ns per pair", line)
+        if m and m.group(1) not in rows:
+            rows[m.group(1)] = float(m.group(2))
+    return rows
+
+
+def summary(side, nvtx, py, tag=None):
+    ctx, med = load(side)
+    per_thread = {k: v * k[1] for k, v in med.items()}
+    inj = load_nvtx(nvtx) if nvtx and nvtx != "-" else {}
+    rows_py = load_python(py) if py and py != "-" else {}
+    threads = [t for t in SUMMARY_THREADS if any(k[1] == t for k in per_thread) or any(k[1] == t for k in inj)]
+    lines = ["Machine: %s, %s. Commit %s. `scripts/bench.sh`; raw output: `%s`%s%s."
+             % (ctx.get("machine", "?"), ctx.get("date", "?")[:10], ctx.get("commit", "?"), side,
+                ", `%s`" % nvtx if inj else "", ", `%s`" % py if rows_py else ""), ""]
+    lines.append("| ns per range (push + pop), per thread | " + " | ".join("%d thread%s" % (t, "s" * (t > 1)) for t in threads)
+                 + " | x its floor at %s threads |" % " / ".join(map(str, threads)))
+    lines.append("|---|" + "---:|" * (len(threads) + 1))
+
+    def row(label, values, floor=None):
+        cells = ["%.1f" % values[t] if values.get(t) else "" for t in threads]
+        floor = floor or {}
+        ratios = ["%.2fx" % (values[t] / floor[t]) if values.get(t) and floor.get(t) else "-" for t in threads]
+        lines.append("| %s | %s | %s |" % (label, " | ".join(cells), " / ".join(ratios) if floor else ""))
+
+    by = lambda src, key: {t: src.get((key, t)) for t in threads}
+    floor = by(per_thread, "floor")
+    row("floor: a 24-byte thread-local append and two TSC reads", floor)
+    # Tracy's client would be built from its fetched source, which this project may not do.
+    lines.append("| Tracy v0.14 zone, static and runtime label | %s |" % " | ".join(["not built (fetch rule)"] + [""] * len(threads)))
+    row("NVTX3 with no tool attached", by(per_thread, "nvtx3_no_tool"))
+    row("ours, linked (`//:roctx_utils_impl` RangePush/RangePop)", by(per_thread, "roctx_utils"), floor)
+    if inj:
+        ifloor = by(inj, "floor")
+        row("floor of the NVTX benchmark (no NVTX call)", ifloor)
+        if any(k[0] == "cupti" for k in inj):
+            row("NVTX into CUPTI's own NVTX capture (the vendor's tracer)", by(inj, "cupti"), ifloor)
+        else:
+            lines.append("| NVTX into CUPTI's own NVTX capture | %s |" % " | ".join(["no CUPTI here"] + [""] * len(threads)))
+        row("ours, NVTX injection, kernels off", by(inj, "ours_kernels_off"), ifloor)
+        traced = [k[0] for k in inj if k[0].startswith("ours_kernels_traced")]
+        if traced:
+            real = traced[0].endswith("real_cupti")
+            row("ours, NVTX injection, kernels traced (the default; %s)" % ("real CUPTI" if real else "the fake CUPTI"), by(inj, traced[0]), ifloor)
+    lines.append("")
+    if rows_py:
+        lines.append("| Python, per enter + exit, 1 thread (capture on) | ns | x the do-nothing context manager |")
+        lines.append("|---|---:|---:|")
+        nothing = rows_py.get("do-nothing context manager")
+        for label, ns in rows_py.items():
+            x = "%.2fx" % (ns / nothing) if nothing and "TraceAnnotation" not in label and "threads" not in label else ""
+            if label == "jax TraceAnnotation, hooked" and "jax TraceAnnotation, stock" in rows_py:
+                x = "stock %+.0f ns" % (ns - rows_py["jax TraceAnnotation, stock"])
+            if label == "roctx_utils.annotate, threads":
+                label = "roctx_utils.annotate, 16 threads at once (wall time / pairs)"
+            lines.append("| %s | %.0f | %s |" % (label, ns, x))
+        lines.append("")
+    lines.append("Each row is the median of its runs. NVTX rows run in their own process each.")
+    return tag or ctx.get("machine_tag", "unknown"), "\n".join(lines)
+
+
+def write_summary(md_path, blocks):
+    text = open(md_path).read()
+    for tag, body in blocks:
+        begin, end = "<!-- summary:%s begin -->" % tag, "<!-- summary:%s end -->" % tag
+        block = "%s\n%s\n%s" % (begin, body, end)
+        if begin in text and end in text:
+            text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+        elif SUMMARY_SECTION in text:
+            at = text.index(SUMMARY_SECTION)
+            nxt = text.find("\n## ", at + len(SUMMARY_SECTION))
+            nxt = len(text) if nxt < 0 else nxt
+            text = text[:nxt].rstrip("\n") + "\n\n" + block + "\n" + text[nxt:]
+        else:
+            at = text.find(SECTION)
+            nxt = text.find("\n## ", at + len(SECTION)) if at >= 0 else -1
+            intro = ("%s\n\nOne table per machine, written by `scripts/bench.sh` from its raw outputs: what a "
+                     "range costs on each path a user can take, next to the hardware floor and the vendor's "
+                     "own tracer.\n\n%s\n" % (SUMMARY_SECTION, block))
+            text = text + "\n" + intro if nxt < 0 else text[:nxt].rstrip("\n") + "\n\n" + intro + text[nxt:]
+    open(md_path, "w").write(text)
+
+
 def write(md_path, blocks):
     text = open(md_path).read()
     for tag, body in blocks:
@@ -84,6 +192,14 @@ def write(md_path, blocks):
 
 
 def main(argv):
+    parts = None
+    if "--summary" in argv:
+        at = argv.index("--summary")
+        parts = argv[at + 1:at + 4]
+        if len(parts) != 3:
+            print("bench_tables.py: --summary takes RESULT.json NVTX.txt|- PYTHON.txt|-", file=sys.stderr)
+            return 2
+        argv = argv[:at] + argv[at + 4:]
     paths = [a for a in argv if not a.startswith("--")]
     out = argv[argv.index("--write") + 1] if "--write" in argv else None
     tag = argv[argv.index("--tag") + 1] if "--tag" in argv else None
@@ -91,11 +207,14 @@ def main(argv):
         if value:
             paths.remove(value)
     blocks = [table(p, tag) for p in paths]
+    summaries = [summary(*parts, tag=tag)] if parts else []
     if out:
         write(out, blocks)
+        if summaries:
+            write_summary(out, summaries)
     else:
-        for tag, body in blocks:
-            print("[%s]\n%s\n" % (tag, body))
+        for tag_, body in blocks + summaries:
+            print("[%s]\n%s\n" % (tag_, body))
     return 0
 
 
