@@ -152,42 +152,36 @@ def summary(side, nvtx, py, tag=None):
     return tag or ctx.get("machine_tag", "unknown"), "\n".join(lines)
 
 
-def write_summary(md_path, blocks):
-    text = open(md_path).read()
-    for tag, body in blocks:
-        begin, end = "<!-- summary:%s begin -->" % tag, "<!-- summary:%s end -->" % tag
-        block = "%s\n%s\n%s" % (begin, body, end)
-        if begin in text and end in text:
-            text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-        elif SUMMARY_SECTION in text:
-            at = text.index(SUMMARY_SECTION)
-            nxt = text.find("\n## ", at + len(SUMMARY_SECTION))
-            nxt = len(text) if nxt < 0 else nxt
-            text = text[:nxt].rstrip("\n") + "\n\n" + block + "\n" + text[nxt:]
-        else:
-            at = text.find(SECTION)
-            nxt = text.find("\n## ", at + len(SECTION)) if at >= 0 else -1
-            intro = ("%s\n\nOne table per machine, written by `scripts/bench.sh` from its raw outputs: what a "
-                     "range costs on each path a user can take, next to the hardware floor and the vendor's "
-                     "own tracer.\n\n%s\n" % (SUMMARY_SECTION, block))
-            text = text + "\n" + intro if nxt < 0 else text[:nxt].rstrip("\n") + "\n\n" + intro + text[nxt:]
-    open(md_path, "w").write(text)
+def place(text, marker, tag, body, section, missing):
+    """`text` with the `marker:tag` block set to `body`: replaced where it is, else appended to
+    `section`, else `missing(text, block)` (where a section that is not there yet goes)."""
+    begin, end = "<!-- %s:%s begin -->" % (marker, tag), "<!-- %s:%s end -->" % (marker, tag)
+    block = "%s\n%s\n%s" % (begin, body, end)
+    if begin in text and end in text:
+        return re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    if section in text:
+        at = text.index(section)
+        nxt = text.find("\n## ", at + len(section))
+        nxt = len(text) if nxt < 0 else nxt
+        return text[:nxt].rstrip("\n") + "\n\n" + block + "\n" + text[nxt:]
+    return missing(text, block)
 
 
-def write(md_path, blocks):
+def summary_section_after_side_by_side(text, block):
+    """The summary section, new, right after the side-by-side section (or at the end)."""
+    at = text.find(SECTION)
+    nxt = text.find("\n## ", at + len(SECTION)) if at >= 0 else -1
+    intro = ("%s\n\nOne table per machine, written by `scripts/bench.sh` from its raw outputs: what a "
+             "range costs on each path a user can take, next to the hardware floor and the vendor's "
+             "own tracer.\n\n%s\n" % (SUMMARY_SECTION, block))
+    return text + "\n" + intro if nxt < 0 else text[:nxt].rstrip("\n") + "\n\n" + intro + text[nxt:]
+
+
+def write(md_path, blocks, marker="side_by_side", section=SECTION, missing=None):
+    missing = missing or (lambda text, block: text.rstrip("\n") + "\n\n" + section + "\n\n" + block + "\n")
     text = open(md_path).read()
     for tag, body in blocks:
-        begin, end = "<!-- side_by_side:%s begin -->" % tag, "<!-- side_by_side:%s end -->" % tag
-        block = "%s\n%s\n%s" % (begin, body, end)
-        if begin in text and end in text:
-            text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-        elif SECTION in text:
-            at = text.index(SECTION)
-            nxt = text.find("\n## ", at + len(SECTION))
-            nxt = len(text) if nxt < 0 else nxt
-            text = text[:nxt].rstrip("\n") + "\n\n" + block + "\n" + text[nxt:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + SECTION + "\n\n" + block + "\n"
+        text = place(text, marker, tag, body, section, missing)
     open(md_path, "w").write(text)
 
 
@@ -211,7 +205,7 @@ def main(argv):
     if out:
         write(out, blocks)
         if summaries:
-            write_summary(out, summaries)
+            write(out, summaries, "summary", SUMMARY_SECTION, summary_section_after_side_by_side)
     else:
         for tag_, body in blocks + summaries:
             print("[%s]\n%s\n" % (tag_, body))

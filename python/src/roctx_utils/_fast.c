@@ -304,6 +304,8 @@ static int open_take(const void *key, unsigned long *tid) {
 typedef PyObject *(*vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
 static vectorcall_fn g_vectorcall;
 
+static vectorcall_fn find_vectorcall(void) { return (vectorcall_fn)dlsym(RTLD_DEFAULT, "PyObject_Vectorcall"); }
+
 /* Arguments (self first) passed without a tuple: more take the tuple call. */
 #define STACK_ARGS 8
 
@@ -502,7 +504,7 @@ static PyObject *set_vectorcall(PyObject *module, PyObject *arg) {
   (void)module;
   int was = g_vectorcall != NULL, on = PyObject_IsTrue(arg);
   if (on < 0) return NULL;
-  g_vectorcall = on ? (vectorcall_fn)dlsym(RTLD_DEFAULT, "PyObject_Vectorcall") : NULL;
+  g_vectorcall = on ? find_vectorcall() : NULL;
   return PyBool_FromLong(was);
 }
 
@@ -525,7 +527,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__fast(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
-  g_vectorcall = (vectorcall_fn)dlsym(RTLD_DEFAULT, "PyObject_Vectorcall");
+  g_vectorcall = find_vectorcall();
   PyObject *range = PyType_FromSpec(&Range_spec);
   if (range == NULL || PyModule_AddObject(m, "Range", range) < 0) {
     Py_XDECREF(range);
