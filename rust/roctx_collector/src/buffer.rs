@@ -44,7 +44,8 @@ use crate::model::AtomicStats;
 pub const MAX_DEPTH: usize = 256;
 /// Longest label kept, in bytes; longer labels keep their first bytes.
 pub const MAX_LABEL_BYTES: usize = 4096;
-/// Slots per chunk: chunks are allocated on first need and reused by later sessions.
+/// Slots per chunk: chunks are allocated on first need and reused by later sessions, and by
+/// later threads once their thread is gone ([`POOL`]).
 const CHUNK: usize = 4096;
 /// `u64` words per slot (24 bytes).
 const WORDS: usize = 3;
@@ -59,8 +60,64 @@ const PTR_SLOTS: usize = 64;
 const LONG: u64 = 1 << 56;
 
 /// CHUNK slots of three words, from the allocator's zeroed memory (`roctx_sys::pages`): a new
-/// chunk is not cleared slot by slot.
-type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
+/// chunk is not cleared slot by slot. A chunk from the [`POOL`] holds an earlier buffer's slots,
+/// which is as good: a slot is written before the length that publishes it.
+pub(crate) type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
+
+/// Chunks of buffers that are gone (their thread exited, and the next session start released
+/// its events), for the next thread that needs one (issue 44). Their pages are faulted in
+/// already: a thread that starts after warm-up, as a benchmark's or a thread pool's new thread
+/// does, takes no page fault on the hot path, where a fresh chunk faults once per 170 events
+/// (about 1-3 µs a fault on a VM). A chunk is always taken from here before one is allocated,
+/// so the pool and the buffers together never hold more than the buffers held at their peak;
+/// past [`POOL_MAX_CHUNKS`] chunks go back to the allocator. A leaf lock (nothing is locked
+/// while it is held), a `std` mutex for `fork()`'s sake as the global locks are (`crate::lock`).
+static POOL: std::sync::Mutex<Vec<Chunk>> = std::sync::Mutex::new(Vec::new());
+/// The pool's bound: 2,730 chunks of 96 KiB, 256 MiB.
+pub(crate) const POOL_MAX_CHUNKS: usize = (256 << 20) / std::mem::size_of::<[[AtomicU64; WORDS]; CHUNK]>();
+
+/// A chunk for a buffer that grows: a pooled one first.
+fn take_chunk() -> Chunk {
+    let pooled = crate::lock(&POOL).pop(); // the lock released before any allocation
+    pooled.unwrap_or_default()
+}
+
+/// Chunks a buffer let go of: those nobody else holds go to the pool (the owner's half and the
+/// snapshot's half each hold every chunk; the one let go of last pools it).
+fn recycle(chunks: Vec<Arc<Chunk>>) {
+    let mut free = chunks.into_iter().filter_map(Arc::into_inner).peekable();
+    if free.peek().is_some() {
+        let mut pool = crate::lock(&POOL);
+        let room = POOL_MAX_CHUNKS.saturating_sub(pool.len());
+        pool.extend(free.by_ref().take(room));
+        drop(pool);
+        drop(free); // past the bound: freed outside the lock
+    }
+}
+
+/// The pool's lock, for `fork::prepare` (held across `fork()`, so that the child never finds
+/// it taken by a thread it does not have).
+pub(crate) fn pool_lock() -> std::sync::MutexGuard<'static, Vec<Chunk>> {
+    crate::lock(&POOL)
+}
+
+/// Chunks in the pool now (tests).
+#[cfg(test)]
+pub(crate) fn pooled_chunks() -> usize {
+    crate::lock(&POOL).len()
+}
+
+/// `n` new chunks let go of, as a gone buffer's would be (tests).
+#[cfg(test)]
+pub(crate) fn recycle_for_test(n: usize) {
+    recycle((0..n).map(|_| Arc::new(ZeroedBox::new())).collect());
+}
+
+/// Empties the pool (tests).
+#[cfg(test)]
+pub(crate) fn drain_pool_for_test() {
+    crate::lock(&POOL).clear();
+}
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
 #[inline]
@@ -90,6 +147,12 @@ pub(crate) struct Shared {
     chunks: Mutex<Vec<Arc<Chunk>>>,
     /// This session's labels, by id.
     labels: Mutex<Vec<Arc<[u8]>>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        recycle(std::mem::take(self.chunks.get_mut()));
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -164,6 +227,12 @@ pub(crate) struct Owner {
     /// bytes that never change, so a hit is not compared. Apart from `by_ptr`, whose addresses
     /// may be memory a caller freed and the pool later reused.
     by_handle: [PtrSlot; PTR_SLOTS],
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        recycle(std::mem::take(&mut self.chunks));
+    }
 }
 
 /// A thread's buffer as its thread-local holds it.
@@ -753,7 +822,7 @@ impl Owner {
     /// One allocation per CHUNK slots, and only the first time this thread gets here.
     #[cold]
     fn grow(&mut self, shared: &Shared) {
-        let chunk: Arc<Chunk> = Arc::new(ZeroedBox::new());
+        let chunk: Arc<Chunk> = Arc::new(take_chunk());
         shared.chunks.lock().push(Arc::clone(&chunk));
         self.chunks.push(chunk);
     }

@@ -37,6 +37,8 @@ struct Held {
     paused: MutexGuard<'static, Vec<u64>>,
     /// Last in the order: a snapshot takes it while holding the session lock.
     _clock: roctx_sys::clock::ForkGuard,
+    /// The chunk pool's, a leaf lock (nothing is taken while it is held), so it may come last.
+    _pool: MutexGuard<'static, Vec<crate::buffer::Chunk>>,
 }
 
 thread_local! {
@@ -55,6 +57,7 @@ pub fn prepare() {
         names: lock(&g.names),
         paused: lock(&g.paused_tids),
         _clock: roctx_sys::clock::fork_prepare(),
+        _pool: crate::buffer::pool_lock(),
     };
     let _ = HELD.try_with(|h| *h.borrow_mut() = Some(held));
 }

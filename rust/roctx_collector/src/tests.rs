@@ -900,3 +900,60 @@ mod windows {
         assert_eq!(stop().unwrap().stats.paused, 1);
     }
 }
+
+#[test]
+fn a_gone_threads_chunks_serve_the_next_thread_and_hold_only_its_events() {
+    let _g = SERIAL.lock();
+    start(opts(100_000), CaptureMode::InProcess).unwrap();
+    // 10,000 ranges: three chunks, every slot written.
+    on_thread(|| {
+        let tid = current_tid();
+        for i in 0..10_000u64 {
+            push(b"first thread", 1_000 + 2 * i, tid);
+            pop(1_001 + 2 * i, tid);
+        }
+    });
+    assert_eq!(stop().unwrap().stats.recorded, 10_000);
+    // The next start releases the gone thread's buffer: its chunks are pooled, not freed.
+    let before = buffer::pooled_chunks();
+    start(opts(100_000), CaptureMode::InProcess).unwrap();
+    let pooled = buffer::pooled_chunks();
+    assert!(pooled >= before + 3, "pooled {before} -> {pooled}");
+    // A new thread records fewer events, some of them LONG (two slots), into pooled chunks:
+    // the snapshot holds its events, and nothing of the first thread's left in those slots.
+    let tid = on_thread(|| {
+        let tid = current_tid();
+        for i in 0..5_000u64 {
+            push(b"second thread", 50_000 + 3 * i, tid);
+            let end = if i % 100 == 0 { 50_000 + 3 * i + 10_000_000_000 } else { 50_001 + 3 * i };
+            pop(end, tid);
+        }
+        mark(b"second mark", 70_000, tid);
+        tid
+    });
+    assert_eq!(buffer::pooled_chunks(), pooled - 2, "5,051 slots take two chunks, both from the pool");
+    let s = stop().unwrap();
+    assert_eq!(s.stats.recorded, 5_001);
+    let ranges: Vec<&Event> = s.events.iter().filter(|e| e.kind == EventKind::Range).collect();
+    assert_eq!(ranges.len(), 5_000);
+    for (i, e) in ranges.iter().enumerate() {
+        let i = i as u64;
+        let end = if i % 100 == 0 { 50_000 + 3 * i + 10_000_000_000 } else { 50_001 + 3 * i };
+        assert_eq!((s.label(e), e.start_ns, e.end_ns, e.tid, e.depth), ("second thread", 50_000 + 3 * i, end, tid, 0));
+    }
+    assert_eq!(s.events.iter().filter(|e| s.label(e) == "second mark").count(), 1);
+    assert!(s.events.iter().all(|e| s.label(e) != "first thread"));
+}
+
+#[test]
+fn the_chunk_pool_is_bounded() {
+    let _g = SERIAL.lock();
+    // More chunks than the bound, let go of at once: the pool keeps the bound, no more.
+    let many = buffer::POOL_MAX_CHUNKS + 5 - buffer::pooled_chunks().min(buffer::POOL_MAX_CHUNKS);
+    buffer::recycle_for_test(many);
+    assert_eq!(buffer::pooled_chunks(), buffer::POOL_MAX_CHUNKS);
+    buffer::recycle_for_test(1);
+    assert_eq!(buffer::pooled_chunks(), buffer::POOL_MAX_CHUNKS);
+    buffer::drain_pool_for_test();
+    assert_eq!(buffer::pooled_chunks(), 0);
+}
