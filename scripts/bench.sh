@@ -17,7 +17,8 @@
 # BENCH_MACHINE (a name for this machine; default: the CPU model and core count), CUPTI (a real
 # libcupti.so: CUPTI's NVTX capture and our kernels traced through it; default: the fake CUPTI,
 # no CUPTI column), BENCH_PYTHON (the Python with jax for the Python rows; default python3;
-# "none": no Python rows).
+# "none": no Python rows), BENCH_PY_ROUNDS (runs of bench_annotate.py, default 3: the table
+# takes each row's median, and the hooked TraceAnnotation's median difference from stock).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -89,7 +90,8 @@ PY=${BENCH_PYTHON:-python3}
 if [ "$PY" != none ] && [ -d "$BIN/python/roctx_utils" ] && "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
   trace=$(mktemp -d)
   env -u ROCTX_UTILS_CAPTURE -u NVTX_INJECTION64_PATH PYTHONPATH="$BIN/python" ROCTX_UTILS_LIBRARY="$BIN/libroctx_utils_nvtx.so" \
-    ROCTX_UTILS_XSPACE_OUT="$trace" ROCTX_UTILS_LOG=warn "$PY" python/bench/bench_annotate.py --threads 16 >"$py.tmp" 2>&1 &&
+    ROCTX_UTILS_XSPACE_OUT="$trace" ROCTX_UTILS_LOG=warn bash -c 'for r in $(seq 1 "$1"); do echo "## run $r"; "$2" python/bench/bench_annotate.py --threads 16 || exit; done' \
+    _ "${BENCH_PY_ROUNDS:-3}" "$PY" >"$py.tmp" 2>&1 &&
     mv "$py.tmp" "$py" || { echo "warning: bench_annotate.py failed:" >&2; tail -n 5 "$py.tmp" >&2; py=; }
   rm -rf "$trace"
 else

@@ -20,6 +20,7 @@ binary's own floor); python/bench/bench_annotate.py's (PYTHON.txt). "-" for a pa
 """
 import json
 import re
+import statistics
 import sys
 
 COLUMNS = [("nvtx3_no_tool", "NVTX3, no tool"), ("boottime_x2", "2 x BOOTTIME"),
@@ -88,12 +89,13 @@ def load_nvtx(path):
 
 
 def load_python(path):
-    """{row label: ns per pair} of bench_annotate.py (its first run of each row)."""
+    """{row label: [ns per pair, one per run]} of bench_annotate.py, in file order: bench.sh runs
+    it BENCH_PY_ROUNDS times into one file, so a noisy host moves one run, not the row."""
     rows = {}
     for line in open(path):
         m = re.match(r"(\S.*?)\s+([\d.]+) ns per pair", line)
-        if m and m.group(1) not in rows:
-            rows[m.group(1)] = float(m.group(2))
+        if m:
+            rows.setdefault(m.group(1), []).append(float(m.group(2)))
     return rows
 
 
@@ -137,13 +139,17 @@ def summary(side, nvtx, py, tag=None):
             row("ours, NVTX injection, kernels traced (the default; %s)" % ("real CUPTI" if real else "the fake CUPTI"), by(inj, traced[0]), ifloor)
     lines.append("")
     if rows_py:
-        lines.append("| Python, per enter + exit, 1 thread (capture on) | ns | x the do-nothing context manager |")
+        runs = len(rows_py.get("do-nothing context manager", [0]))
+        lines.append("| Python, per enter + exit, 1 thread (capture on; median of %d run%s) | ns | x the do-nothing context manager |" % (runs, "" if runs == 1 else "s"))
         lines.append("|---|---:|---:|")
-        nothing = rows_py.get("do-nothing context manager")
-        for label, ns in rows_py.items():
+        med = {label: statistics.median(v) for label, v in rows_py.items()}
+        nothing = med.get("do-nothing context manager")
+        for label, ns in med.items():
             x = "%.2fx" % (ns / nothing) if nothing and "TraceAnnotation" not in label and "threads" not in label else ""
             if label == "jax TraceAnnotation, hooked" and "jax TraceAnnotation, stock" in rows_py:
-                x = "stock %+.0f ns" % (ns - rows_py["jax TraceAnnotation, stock"])
+                # The median of each run's own difference: stock and hooked ran seconds apart.
+                pairs = list(zip(rows_py[label], rows_py["jax TraceAnnotation, stock"]))
+                x = "stock %+.0f ns" % statistics.median(h - st for h, st in pairs)
             if label == "roctx_utils.annotate, threads":
                 label = "roctx_utils.annotate, 16 threads at once (wall time / pairs)"
             lines.append("| %s | %.0f | %s |" % (label, ns, x))
