@@ -62,7 +62,9 @@ const LONG: u64 = 1 << 56;
 /// CHUNK slots of three words, from the allocator's zeroed memory (`roctx_sys::pages`): a new
 /// chunk is not cleared slot by slot. A chunk from the [`POOL`] holds an earlier buffer's slots,
 /// which is as good: a slot is written before the length that publishes it.
-pub(crate) type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
+pub(crate) type Chunk = ZeroedBox<Slots>;
+/// A chunk's slots.
+type Slots = [[AtomicU64; WORDS]; CHUNK];
 
 /// Chunks of buffers that are gone (their thread exited, and the next session start released
 /// its events), for the next thread that needs one (issue 44). Their pages are faulted in
@@ -74,7 +76,7 @@ pub(crate) type Chunk = ZeroedBox<[[AtomicU64; WORDS]; CHUNK]>;
 /// while it is held), a `std` mutex for `fork()`'s sake as the global locks are (`crate::lock`).
 static POOL: std::sync::Mutex<Vec<Chunk>> = std::sync::Mutex::new(Vec::new());
 /// The pool's bound: 2,730 chunks of 96 KiB, 256 MiB.
-pub(crate) const POOL_MAX_CHUNKS: usize = (256 << 20) / std::mem::size_of::<[[AtomicU64; WORDS]; CHUNK]>();
+pub(crate) const POOL_MAX_CHUNKS: usize = (256 << 20) / std::mem::size_of::<Slots>();
 
 /// A chunk for a buffer that grows: a pooled one first.
 fn take_chunk() -> Chunk {
@@ -96,27 +98,15 @@ fn recycle(chunks: Vec<Arc<Chunk>>) {
 }
 
 /// The pool's lock, for `fork::prepare` (held across `fork()`, so that the child never finds
-/// it taken by a thread it does not have).
+/// it taken by a thread it does not have) and the tests.
 pub(crate) fn pool_lock() -> std::sync::MutexGuard<'static, Vec<Chunk>> {
     crate::lock(&POOL)
-}
-
-/// Chunks in the pool now (tests).
-#[cfg(test)]
-pub(crate) fn pooled_chunks() -> usize {
-    crate::lock(&POOL).len()
 }
 
 /// `n` new chunks let go of, as a gone buffer's would be (tests).
 #[cfg(test)]
 pub(crate) fn recycle_for_test(n: usize) {
     recycle((0..n).map(|_| Arc::new(ZeroedBox::new())).collect());
-}
-
-/// Empties the pool (tests).
-#[cfg(test)]
-pub(crate) fn drain_pool_for_test() {
-    crate::lock(&POOL).clear();
 }
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
