@@ -13,12 +13,20 @@
 //   roctx_utils       tsl::profiler::RangePush/RangePop through //:roctx_utils_impl with
 //                     in-process capture (XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=self and no
 //                     roctx library, so the figure is the capture alone).
+//   tracy_static      Tracy v0.14's zone with a literal label (ZoneScopedN) and with a label known
+//   tracy_runtime     only at run time (ZoneTransientN), its client only, no server: the anchor of
+//                     issue 44. Registered only when BENCH_TRACY_LIB names the library that
+//                     scripts/bench_tracy.sh builds from Tracy's source (bench/tracy_zone.cc).
 //
 // Every variant runs BENCH_PAIRS pairs per thread (default 2,000,000) on 1, 2, 4, ... up to
 // BENCH_MAX_THREADS threads (default 16), 3 repetitions; scripts/bench.sh runs it and
 // scripts/bench_tables.py turns its JSON into BENCHMARKS.md's tables.
+#include <dlfcn.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -218,6 +226,58 @@ void BM_RoctxUtils(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// ---- tracy_static, tracy_runtime ------------------------------------------------------
+
+struct Tracy {
+  void (*zone_static)() = nullptr;
+  void (*zone_runtime)(const char*) = nullptr;
+  int version = 0;
+};
+Tracy tracy;
+
+// With no server, Tracy keeps every event until one connects: 64 bytes a zone, about 12 GB in
+// this run, and its queue allocating new blocks on the zone's path, which a connected server's
+// steady draining never makes it do. When it cannot listen on its port, its worker instead
+// empties the queue every 10 ms, the steady state a server gives the client. So the benchmark
+// holds Tracy's port (an IPv4 listening socket on a free port; TRACY_PORT and TRACY_ONLY_IPV4
+// point Tracy at it) before the library, whose worker starts when it is loaded, is opened.
+bool LoadTracy(const char* path) {
+  const int sock = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(addr);
+  if (sock < 0 || bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(sock, 1) != 0 ||
+      getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::fprintf(stderr, "BENCH_TRACY_LIB: cannot hold a port for Tracy; no Tracy rows\n");
+    return false;
+  }
+  setenv("TRACY_PORT", std::to_string(ntohs(addr.sin_port)).c_str(), 1);
+  setenv("TRACY_ONLY_IPV4", "1", 1);
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  auto version = lib ? reinterpret_cast<int (*)()>(dlsym(lib, "roctx_bench_tracy_version")) : nullptr;
+  tracy.zone_static = lib ? reinterpret_cast<void (*)()>(dlsym(lib, "roctx_bench_tracy_static")) : nullptr;
+  tracy.zone_runtime = lib ? reinterpret_cast<void (*)(const char*)>(dlsym(lib, "roctx_bench_tracy_runtime")) : nullptr;
+  if (version == nullptr || tracy.zone_static == nullptr || tracy.zone_runtime == nullptr) {
+    std::fprintf(stderr, "BENCH_TRACY_LIB=%s: %s; no Tracy rows\n", path, lib ? "not bench/tracy_zone.cc's library" : dlerror());
+    return false;
+  }
+  tracy.version = version();
+  return true;  // the socket stays open for the process's life
+}
+
+void BM_TracyStatic(benchmark::State& state) {
+  for (auto _ : state) tracy.zone_static();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_TracyRuntime(benchmark::State& state) {
+  const char* label = kLabel;
+  benchmark::DoNotOptimize(label);  // a label the compiler cannot see through, as at run time
+  for (auto _ : state) tracy.zone_runtime(label);
+  state.SetItemsProcessed(state.iterations());
+}
+
 int64_t EnvInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -247,6 +307,14 @@ int main(int argc, char** argv) {
   common(benchmark::RegisterBenchmark("floor", BM_Floor));
   common(benchmark::RegisterBenchmark("upstream_model", BM_UpstreamModel)->Setup(upstream::Enable)->Teardown(upstream::Disable));
   common(benchmark::RegisterBenchmark("roctx_utils", BM_RoctxUtils)->Setup(StartSession)->Teardown(StopSession));
+  const char* tracy_lib = std::getenv("BENCH_TRACY_LIB");
+  if (tracy_lib != nullptr && *tracy_lib != '\0' && LoadTracy(tracy_lib)) {
+    benchmark::AddCustomContext("tracy_version", std::to_string(tracy.version / 10000) + "." +
+                                                     std::to_string(tracy.version / 100 % 100) + "." +
+                                                     std::to_string(tracy.version % 100));
+    common(benchmark::RegisterBenchmark("tracy_static", BM_TracyStatic));
+    common(benchmark::RegisterBenchmark("tracy_runtime", BM_TracyRuntime));
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

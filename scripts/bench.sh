@@ -1,7 +1,7 @@
 #!/bin/bash
 # The benchmark command: builds and runs the side-by-side capture suite (bench/side_by_side.cc:
 # NVTX3 with no tool, two BOOTTIME reads, the hardware floor, a model of upstream's
-# MarkerCallback path and roctx_utils, on 1..16 threads), then the NVTX injection on 1..16
+# MarkerCallback path, roctx_utils and Tracy's zone (scripts/bench_tracy.sh), on 1..16 threads), then the NVTX injection on 1..16
 # threads (scripts/bench_nvtx_threads.sh: the floor, CUPTI's own NVTX capture where CUPTI is
 # given, ours with kernels off and traced) and the Python annotations (python/bench/
 # bench_annotate.py, where a Python 3 is found), keeps the raw outputs under bench/results/, and
@@ -31,6 +31,8 @@ build() {
   mkdir -p "$out"
   install -m 0755 bazel-bin/bench/side_by_side bazel-bin/bench/nvtx_threads bazel-bin/nvtx/libroctx_utils_nvtx.so \
     bazel-bin/cc_tests/libfake_cupti.so "$out/"
+  # Tracy's zone, the anchor (scripts/bench_tracy.sh; its source from crates.io).
+  bash scripts/bench_tracy.sh "$out" || echo "warning: Tracy's client did not build: no Tracy rows" >&2
   # The Python package with its compiled fast path (abi3: any CPython 3.9+ of this platform).
   rm -rf "$out/python" && mkdir -p "$out/python" && cp -r python/src/roctx_utils "$out/python/"
   python3 python/build_fast.py "$out/python/roctx_utils" >&2 || echo "warning: no compiled fast path for the Python rows" >&2
@@ -67,6 +69,7 @@ machine=${machine//,/;} cpu=${cpu//,/;}
 env -u NVTX_INJECTION64_PATH XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=self ROCTX_UTILS_LOG=off \
   LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/none.so ROCM_PATH=/nonexistent \
+  BENCH_TRACY_LIB="$([ -f "$BIN/libbench_tracy.so" ] && echo "$BIN/libbench_tracy.so")" \
   "$BIN/side_by_side" --benchmark_format=json --benchmark_out_format=json --benchmark_out="$raw.tmp" \
   --benchmark_context=machine="$machine" --benchmark_context=machine_tag="$tag" \
   --benchmark_context=cpu="$cpu" --benchmark_context=compilers="$compilers" \

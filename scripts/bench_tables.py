@@ -14,7 +14,7 @@ from the run's context.
 
 --summary adds the machine's table of every path (issue 44), between `<!-- summary:TAG begin -->`
 and `<!-- summary:TAG end -->` in the "Every path on one machine" section: the side-by-side run's
-floor, NVTX3 with no tool and ours linked; scripts/bench_nvtx_threads.sh's output (NVTX.txt:
+floor, Tracy's zone (where scripts/bench_tracy.sh built it), NVTX3 with no tool and ours linked; scripts/bench_nvtx_threads.sh's output (NVTX.txt:
 CUPTI's own NVTX capture where it ran, ours injected with kernels off and traced, against that
 binary's own floor); python/bench/bench_annotate.py's (PYTHON.txt). "-" for a part not run.
 """
@@ -25,7 +25,8 @@ import sys
 
 COLUMNS = [("nvtx3_no_tool", "NVTX3, no tool"), ("boottime_x2", "2 x BOOTTIME"),
            ("floor", "floor: TLS append + 2 TSC"), ("upstream_model", "upstream model"),
-           ("roctx_utils", "roctx_utils")]
+           ("roctx_utils", "roctx_utils"), ("tracy_static", "Tracy zone, static label"),
+           ("tracy_runtime", "Tracy zone, runtime label")]
 SECTION = "## Capture, side by side"
 
 
@@ -121,8 +122,12 @@ def summary(side, nvtx, py, tag=None):
     by = lambda src, key: {t: src.get((key, t)) for t in threads}
     floor = by(per_thread, "floor")
     row("floor: a 24-byte thread-local append and two TSC reads", floor)
-    # Tracy's client would be built from its fetched source, which this project may not do.
-    lines.append("| Tracy v0.14 zone, static and runtime label | %s |" % " | ".join(["not built (fetch rule)"] + [""] * len(threads)))
+    if any(k[0] == "tracy_static" for k in per_thread):
+        version = ctx.get("tracy_version", "0.14")
+        row("Tracy v%s zone, static label (`ZoneScopedN`; client only)" % version, by(per_thread, "tracy_static"), floor)
+        row("Tracy v%s zone, runtime label (`ZoneTransientN`)" % version, by(per_thread, "tracy_runtime"), floor)
+    else:
+        lines.append("| Tracy v0.14 zone | %s |" % " | ".join(["not built (scripts/bench_tracy.sh)"] + [""] * len(threads)))
     row("NVTX3 with no tool attached", by(per_thread, "nvtx3_no_tool"))
     row("ours, linked (`//:roctx_utils_impl` RangePush/RangePop)", by(per_thread, "roctx_utils"), floor)
     if inj:
@@ -138,6 +143,12 @@ def summary(side, nvtx, py, tag=None):
             real = traced[0].endswith("real_cupti")
             row("ours, NVTX injection, kernels traced (the default; %s)" % ("real CUPTI" if real else "the fake CUPTI"), by(inj, traced[0]), ifloor)
     lines.append("")
+    tracy, ours = by(per_thread, "tracy_static"), by(per_thread, "roctx_utils")
+    if any(tracy.values()):
+        lines.append("Ours linked over Tracy's static-label zone, same run: %s at %s threads."
+                     % (" / ".join("%.2fx" % (ours[t] / tracy[t]) if ours.get(t) and tracy.get(t) else "-" for t in threads),
+                        " / ".join(map(str, threads))))
+        lines.append("")
     if rows_py:
         runs = len(rows_py.get("do-nothing context manager", [0]))
         lines.append("| Python, per enter + exit, 1 thread (capture on; median of %d run%s) | ns | x the do-nothing context manager |" % (runs, "" if runs == 1 else "s"))
