@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 use string_interner::backend::BucketBackend;
 use string_interner::StringInterner;
 
-use roctx_sys::pages::ZeroedBox;
+use roctx_sys::pages::Uncleared;
 
 use super::{Ctx, Event, EventKind, Outcome, Stats};
 use crate::model::AtomicStats;
@@ -59,10 +59,10 @@ const PTR_SLOTS: usize = 64;
 
 const LONG: u64 = 1 << 56;
 
-/// CHUNK slots of three words, from the allocator's zeroed memory (`roctx_sys::pages`): a new
-/// chunk is not cleared slot by slot. A chunk from the [`POOL`] holds an earlier buffer's slots,
-/// which is as good: a slot is written before the length that publishes it.
-pub(crate) type Chunk = ZeroedBox<Slots>;
+/// CHUNK slots of three words, neither cleared nor built slot by slot (`roctx_sys::pages`): a
+/// slot is written before the length that publishes it, and nothing reads past that length. A
+/// chunk from the [`POOL`] holds an earlier buffer's slots, which is as good.
+pub(crate) type Chunk = Uncleared<Slots>;
 /// A chunk's slots.
 type Slots = [[AtomicU64; WORDS]; CHUNK];
 
@@ -106,7 +106,7 @@ pub(crate) fn pool_lock() -> std::sync::MutexGuard<'static, Vec<Chunk>> {
 /// `n` new chunks let go of, as a gone buffer's would be (tests).
 #[cfg(test)]
 pub(crate) fn recycle_for_test(n: usize) {
-    recycle((0..n).map(|_| Arc::new(ZeroedBox::new())).collect());
+    recycle((0..n).map(|_| Arc::new(Uncleared::new())).collect());
 }
 
 /// `label` cut to [`MAX_LABEL_BYTES`].
@@ -560,12 +560,17 @@ impl Owner {
     }
 
     /// The fast path's push of a range whose label is stored as `label`.
+    ///
+    /// The clock only, without the calibration point's check: the pop that closes the range
+    /// makes it (a point is due every 100 ms, and one check per pair finds it as well as two).
+    /// The counters cannot overflow here: `open_recording` is at most the stack's depth, which
+    /// the caller bounded by MAX_DEPTH (so the release build's overflow checks are spared).
     #[inline(always)]
     fn open_fast(&mut self, shared: &Shared, label: u32) -> u32 {
-        let start = crate::stamp();
+        let start = roctx_sys::clock::now();
         self.pushes = self.pushes.wrapping_add(1).max(1);
         let seq = self.pushes;
-        self.open_recording += 1;
+        self.open_recording = self.open_recording.wrapping_add(1);
         shared.open_recording.store(self.open_recording, Ordering::Release);
         self.stack.push(Frame { start, seq, fate: Fate::Record { label } });
         seq
@@ -574,23 +579,28 @@ impl Owner {
     /// [`Owner::pop`] of the thread's own range on the fast path: armed under `hot`, the
     /// innermost range one that records, and room under the event cap. Returns the push number
     /// of the range now innermost; `None`, with nothing changed, otherwise.
+    ///
+    /// The counters' increments wrap rather than check: `slots` and `events` are below the
+    /// session's event cap (a `usize` of memory), and `open_recording` counts the frame popped.
     #[inline(always)]
     pub(crate) fn fast_pop(&mut self, shared: &Shared, hot: u64) -> Option<u32> {
         if self.hot != hot || self.overflow > 0 || self.events >= self.cap_events {
             return None;
         }
-        let Some(&Frame { start, seq, fate: Fate::Record { label } }) = self.stack.last() else { return None };
         let end = crate::stamp();
-        self.stack.pop();
-        self.open_recording -= 1;
+        let Some(&Frame { start, seq, fate: Fate::Record { label } }) = self.stack.last() else { return None };
+        let depth = self.stack.len() - 1;
+        // `last()` just found the frame, so the length is at least 1 (`pop()` would check again).
+        self.stack.truncate(depth);
+        self.open_recording = self.open_recording.wrapping_sub(1);
         shared.open_recording.store(self.open_recording, Ordering::Relaxed);
-        let depth = self.stack.len() as u16; // CAST: bounded by MAX_DEPTH
+        let depth = depth as u16; // CAST: bounded by MAX_DEPTH
         let delta = end.wrapping_sub(start);
         let w2 = u64::from(seq) | u64::from(depth) << 32 | (EventKind::Range as u64) << 48;
         match self.chunks.get(self.slots / CHUNK) {
             Some(chunk) if delta <= u64::from(u32::MAX) => {
                 store(&chunk[self.slots % CHUNK], [start, u64::from(label) | delta << 32, w2]);
-                self.slots += 1;
+                self.slots = self.slots.wrapping_add(1);
             }
             _ => {
                 let tid = self.tid.unwrap_or_default(); // armed: set
@@ -598,7 +608,7 @@ impl Owner {
                 self.record_slow(shared, &e, delta, w2);
             }
         }
-        self.events += 1;
+        self.events = self.events.wrapping_add(1);
         shared.len.store(self.slots, Ordering::Release);
         Some(self.innermost())
     }

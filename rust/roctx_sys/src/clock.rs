@@ -90,9 +90,20 @@ pub fn source() -> Source {
     }
 }
 
-/// A stamp for "now" (module docs).
-#[inline]
+/// A stamp for "now" (module docs). The TSC inline, with one load and one compare before it;
+/// BOOTTIME and the first choice out of line, so that callers on the capture path keep no
+/// registers and no set-up for them (a `match` of the three measured 6 more instructions per
+/// stamp, callgrind, issue 44). BOOTTIME pays a call more, next to its vDSO read.
+#[inline(always)]
 pub fn now() -> u64 {
+    if SOURCE.load(Ordering::Relaxed) == TSC {
+        return rdtsc() | TICK_BIT;
+    }
+    now_other()
+}
+
+#[inline(never)]
+fn now_other() -> u64 {
     match SOURCE.load(Ordering::Relaxed) {
         TSC => rdtsc() | TICK_BIT,
         BOOTTIME => boottime_ns(),

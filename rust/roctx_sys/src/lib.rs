@@ -19,8 +19,8 @@ library to try, when, and what to tell the user about it is decided above (`roct
   `dlopen`'ed copy), reached without `__tls_get_addr`;
 - [`output`]: how every file is written: whole or not at all, replacing only regular files
   (`output::replace_regular`) or never replacing anything (`output::write_new`);
-- [`pages`]: zero-filled values from the allocator's zeroed memory (the collector's event
-  chunks: no `memset` of a new chunk);
+- [`pages`]: heap memory neither cleared nor built element by element (the collector's event
+  chunks, whose every word is stored before it is read: no `memset` of a new chunk);
 - [`guard`]: the panic fence every `extern "C"` function of the library runs its body in.
 
 The host's AnnotationStack, the other outbound call, is a cxx bridge and lives in

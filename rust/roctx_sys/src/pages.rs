@@ -1,10 +1,14 @@
-//! Zero-filled values from the allocator's zeroed memory, for the collector's event chunks
-//! (issue 44).
+//! Heap memory for the collector's event chunks (issue 44), neither cleared nor built element
+//! by element.
 //!
 //! A chunk built element by element cost a `memset` of its 96 KiB (24 instructions per captured
-//! range, callgrind) on top of the kernel's own zero-fill. Here a chunk is `calloc`ed: memory
-//! that glibc takes fresh from the kernel is known to be zero and is not cleared again, so a
-//! growing buffer pays no `memset`; its pages are still faulted in by the first write.
+//! range, callgrind) on top of the kernel's own zero-fill. Then a chunk was `calloc`ed: memory
+//! that glibc takes fresh from the kernel is known to be zero and is not cleared again, but
+//! memory it hands out again is, and on the main thread's arena that was 16 instructions per
+//! range still. A chunk's words need no first value at all: the collector stores every slot
+//! before the length that publishes it, and reads none past that length (a chunk from its pool
+//! holds an earlier buffer's slots, so nothing could rely on zeros anyway). So a chunk is plain
+//! `malloc`ed memory, [`Uncleared`]; its pages are faulted in by the first write.
 //!
 //! Tried and measured first: each chunk an anonymous mapping made with `MAP_POPULATE`, so that
 //! the hot path took no page fault either. On the H100 lease's 16-core host that was faster up
@@ -18,7 +22,8 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 
-/// Types for which all-zero bytes are a valid value (the integers' atomics, arrays of them).
+/// Types made only of atomic integers (arrays of them): any bytes are a valid value once
+/// written, they have no `Drop`, and a word is only ever reached through an atomic operation.
 ///
 /// # Safety
 /// An implementor must be valid when every byte of it is zero, and have no `Drop` of its own.
@@ -52,59 +57,65 @@ unsafe impl<T: Zeroed, const N: usize> Zeroed for [T; N] {
     }
 }
 
-/// A zero-filled `T` on the heap, from the allocator's zeroed memory: a `Box<T>` that was never
-/// written element by element.
-pub struct ZeroedBox<T: Zeroed> {
+/// A `T` of atomic words on the heap whose memory is not cleared: each word holds whatever the
+/// allocator left there until it is first stored. Only for memory whose every word is stored
+/// before it is loaded (the collector's chunks: module docs); a load of a word never stored
+/// reads an unspecified value. (A reference to not-yet-written atomics is never used to read
+/// them: the validity Rust asks of a `&T` is its address's, which the allocation gives.)
+pub struct Uncleared<T: Zeroed> {
     ptr: NonNull<T>,
 }
 
 // SAFETY: it owns its `T` as a `Box` would.
-unsafe impl<T: Zeroed + Send> Send for ZeroedBox<T> {}
+unsafe impl<T: Zeroed + Send> Send for Uncleared<T> {}
 // SAFETY: as above.
-unsafe impl<T: Zeroed + Sync> Sync for ZeroedBox<T> {}
+unsafe impl<T: Zeroed + Sync> Sync for Uncleared<T> {}
 
-impl<T: Zeroed> ZeroedBox<T> {
-    /// A new zero `T`.
-    pub fn new() -> ZeroedBox<T> {
+impl<T: Zeroed> Uncleared<T> {
+    /// A new `T`, its words not yet written.
+    pub fn new() -> Uncleared<T> {
         let layout = std::alloc::Layout::new::<T>();
         if layout.size() > 0 {
             // SAFETY: a layout of non-zero size.
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            let p = unsafe { std::alloc::alloc(layout) };
             if let Some(ptr) = NonNull::new(p) {
-                return ZeroedBox { ptr: ptr.cast() };
+                return Uncleared { ptr: ptr.cast() };
             }
         }
-        // A zero-sized `T`, or no zeroed memory: built in place (as a `Box` would fail).
-        ZeroedBox { ptr: NonNull::from(Box::leak(Box::new(T::zero()))) }
+        // A zero-sized `T`, or no memory: built in place (as a `Box` would fail).
+        Uncleared { ptr: NonNull::from(Box::leak(Box::new(T::zero()))) }
     }
 }
 
-impl<T: Zeroed> Default for ZeroedBox<T> {
+impl<T: Zeroed> Default for Uncleared<T> {
     fn default() -> Self {
-        ZeroedBox::new()
+        Uncleared::new()
     }
 }
 
-impl<T: Zeroed> Deref for ZeroedBox<T> {
+impl<T: Zeroed> Deref for Uncleared<T> {
     type Target = T;
     #[inline(always)]
     fn deref(&self) -> &T {
-        // SAFETY: `ptr` is a live, zero-initialised (so valid, by `Zeroed`) `T` this box owns.
+        // SAFETY: `ptr` is a live allocation of `T`'s layout that this box owns; its words are
+        // atomics, reached only by atomic operations, loaded only after they were stored (type
+        // docs).
         unsafe { self.ptr.as_ref() }
     }
 }
 
-impl<T: Zeroed> Drop for ZeroedBox<T> {
+impl<T: Zeroed> Drop for Uncleared<T> {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from the global allocator with `T`'s layout (`alloc_zeroed`, or a
-        // leaked `Box<T>`), so it is a `Box<T>`'s; dropped once. `T` has no drop glue.
+        // SAFETY: `ptr` came from the global allocator with `T`'s layout (`alloc`, or a leaked
+        // `Box<T>`), so it is a `Box<T>`'s; dropped once. `T` has no drop glue, so nothing of
+        // its (possibly never written) contents is read.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 }
 
-impl<T: Zeroed> std::fmt::Debug for ZeroedBox<T> {
+impl<T: Zeroed> std::fmt::Debug for Uncleared<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZeroedBox").field("bytes", &std::mem::size_of::<T>()).finish()
+        f.debug_struct("Uncleared").field("bytes", &std::mem::size_of::<T>()).finish()
     }
 }
 
@@ -114,20 +125,24 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     #[test]
-    fn a_chunk_is_zero_writable_and_freed_on_drop() {
-        for _ in 0..64 {
-            // Freed and allocated again: recycled memory must come back zero too.
-            let b: ZeroedBox<[[AtomicU64; 3]; 4096]> = ZeroedBox::new();
-            assert!(b.iter().flatten().all(|w| w.load(Ordering::Relaxed) == 0));
-            b[4095][2].store(7, Ordering::Relaxed);
+    fn a_chunk_keeps_what_is_stored_and_is_freed_on_drop() {
+        for round in 0..64u64 {
+            // Freed and allocated again: a word reads what was stored in it, whatever the
+            // memory held before.
+            let b: Uncleared<[[AtomicU64; 3]; 4096]> = Uncleared::new();
+            b[4095][2].store(7 + round, Ordering::Relaxed);
             b[0][0].store(u64::MAX, Ordering::Relaxed);
-            assert_eq!(b[4095][2].load(Ordering::Relaxed), 7);
+            assert_eq!(b[4095][2].load(Ordering::Relaxed), 7 + round);
+            assert_eq!(b[0][0].load(Ordering::Relaxed), u64::MAX);
         }
     }
 
     #[test]
-    fn small_values_are_zero_too() {
-        let b: ZeroedBox<[AtomicU32; 8]> = ZeroedBox::new();
-        assert!(b.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+    fn small_and_zero_sized_values_work_too() {
+        let b: Uncleared<[AtomicU32; 8]> = Uncleared::new();
+        b[7].store(3, Ordering::Relaxed);
+        assert_eq!(b[7].load(Ordering::Relaxed), 3);
+        let z: Uncleared<[AtomicU32; 0]> = Uncleared::new();
+        assert_eq!(z.len(), 0);
     }
 }

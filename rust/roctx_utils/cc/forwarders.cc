@@ -1,6 +1,7 @@
-// The drop-in functions whose signatures cxx cannot express (it has no `const void*`), and
-// DefaultProfilerDomain, answered here once latched: each defines the exact public signature
-// and forwards to the Rust bridge. This file must not
+// The drop-in functions whose signatures cxx cannot express (it has no `const void*`),
+// DefaultProfilerDomain, answered here once latched, and the per-thunk RangePush/RangePop, which
+// read AnnotationStack's switch here: each defines the exact public signature and forwards to
+// the Rust bridge. This file must not
 // include nvtx_utils.h: cxx declares the bridged functions noexcept and the public header
 // does not, so the two must never meet in one translation unit (mangling ignores noexcept).
 #include <atomic>
@@ -9,6 +10,13 @@
 
 #include "roctx_utils/src/abi/bridge.rs.h"
 #include "tsl/profiler/lib/roctx_types.h"
+#include "xla/tsl/profiler/backends/cpu/annotation_stack.h"
+
+// rust/roctx_utils/src/abi/bridge.rs: plain C entries for the hottest calls (see RangePush).
+extern "C" void roctx_utils_bridge_range_push(const char* ascii, bool stack) noexcept;
+extern "C" void roctx_utils_bridge_range_push_title(const char* title, bool stack) noexcept;
+extern "C" void roctx_utils_bridge_range_push_title_text(const char* title, const char* title_text, bool stack) noexcept;
+extern "C" void roctx_utils_bridge_range_pop(bool stack) noexcept;
 
 namespace tsl::profiler {
 namespace {
@@ -32,16 +40,31 @@ ProfilerDomainHandle DefaultProfilerDomain() {
   return domain;
 }
 
-namespace detail {
-
-void RangePush(ProfilerDomainHandle domain, StringHandle title, uint64_t /*schema_id*/,
-               const void* /*payload*/, size_t /*payload_size*/) {
-  ::roctx_utils::bridge::range_push_title(domain, title);
+// XLA's calls per thunk (these two and detail::RangePush below). AnnotationStack::IsEnabled()
+// is read here, where XLA's header makes it one inline load, instead of by a call from Rust
+// back into C++; and the Rust entries are plain C functions (each catches panics), without a
+// cxx shim's frame. Together 19 instructions per pair fewer, with a runtime label or a
+// registered title (callgrind; issue 44, BENCHMARKS.md).
+void RangePush(ProfilerDomainHandle /*domain*/, const char* ascii) {
+  roctx_utils_bridge_range_push(ascii, AnnotationStack::IsEnabled());
 }
 
-void RangePush(ProfilerDomainHandle domain, StringHandle title, const char* title_text,
+void RangePop(ProfilerDomainHandle /*domain*/) {
+  roctx_utils_bridge_range_pop(AnnotationStack::IsEnabled());
+}
+
+namespace detail {
+
+// A title is our RegisterString's handle: its address is its NUL-terminated text.
+void RangePush(ProfilerDomainHandle /*domain*/, StringHandle title, uint64_t /*schema_id*/,
+               const void* /*payload*/, size_t /*payload_size*/) {
+  roctx_utils_bridge_range_push_title(reinterpret_cast<const char*>(title), AnnotationStack::IsEnabled());
+}
+
+void RangePush(ProfilerDomainHandle /*domain*/, StringHandle title, const char* title_text,
                uint64_t /*schema_id*/, const void* /*payload*/, size_t /*payload_size*/) {
-  ::roctx_utils::bridge::range_push_title_text(domain, title, title_text);
+  roctx_utils_bridge_range_push_title_text(reinterpret_cast<const char*>(title), title_text,
+                                           AnnotationStack::IsEnabled());
 }
 
 }  // namespace detail

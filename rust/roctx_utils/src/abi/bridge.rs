@@ -35,10 +35,6 @@ pub mod ffi {
         unsafe fn name_stream(stream: *mut Stream, stream_name: &CxxString);
         #[cxx_name = "RegisterString"]
         unsafe fn register_string(domain: *mut ProfilerDomain, text: &CxxString) -> *mut StringTarget;
-        #[cxx_name = "RangePop"]
-        unsafe fn range_pop(domain: *mut ProfilerDomain);
-        #[cxx_name = "RangePush"]
-        unsafe fn range_push(domain: *mut ProfilerDomain, ascii: *const c_char);
     }
 
     // Targets of the C++ forwarders (cc/forwarders.cc).
@@ -46,12 +42,6 @@ pub mod ffi {
     extern "Rust" {
         // DefaultProfilerDomain's first answer; C++ latches it (cc/forwarders.cc).
         fn default_profiler_domain() -> *mut ProfilerDomain;
-        unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget);
-        unsafe fn range_push_title_text(
-            domain: *mut ProfilerDomain,
-            title: *mut StringTarget,
-            title_text: *const c_char,
-        );
         unsafe fn register_schema(domain: *mut ProfilerDomain) -> u64;
         unsafe fn mark_memory_initialized(size: usize, stream: *mut Stream);
     }
@@ -79,38 +69,58 @@ unsafe fn register_string(_domain: *mut ProfilerDomain, text: &cxx::CxxString) -
     guard(std::ptr::null_mut(), || emitter::intern::register(text.as_bytes()).cast_mut().cast())
 }
 
-unsafe fn range_pop(_domain: *mut ProfilerDomain) {
-    guard((), emitter::range_pop)
+// RangePush(domain, ascii), detail::RangePush(domain, title, ...) and RangePop(domain), XLA's
+// calls per thunk, are defined in cc/forwarders.cc, which reads AnnotationStack::IsEnabled()
+// there (inline in XLA's header: one load) and calls these plain C entries: no call back into C++ for the check and no cxx
+// shim frame, 40 instructions per pair fewer than through the bridge (issue 44; BENCHMARKS.md).
+// Each catches panics like every other entry. Not part of the public C surface.
+
+/// `RangePush(domain, ascii)`; `stack`: the host's `AnnotationStack::IsEnabled()`, just read.
+///
+/// # Safety
+/// `ascii` is null or a C string valid for the call (the interface's own requirement).
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_bridge_range_push(ascii: *const c_char, stack: bool) {
+    // SAFETY: the caller's contract above.
+    guard((), || emitter::range_push_with(unsafe { CText::from_ptr_or_empty(ascii) }, stack))
 }
 
-unsafe fn range_push(_domain: *mut ProfilerDomain, ascii: *const c_char) {
-    // SAFETY: the interface requires `ascii` to be null or a C string valid for the call.
-    guard((), || emitter::range_push(unsafe { CText::from_ptr_or_empty(ascii) }))
-}
-
-unsafe fn range_push_title(domain: *mut ProfilerDomain, title: *mut StringTarget) {
+/// `detail::RangePush(domain, title, ...)`: a registered title (our RegisterString's handle, or
+/// null); `stack` as for [`roctx_utils_bridge_range_push`].
+///
+/// # Safety
+/// `title` is null or a handle our RegisterString returned.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_bridge_range_push_title(title: *const c_char, stack: bool) {
     if title.is_null() {
         // SAFETY: null is an empty label.
-        return unsafe { range_push(domain, std::ptr::null()) };
+        return unsafe { roctx_utils_bridge_range_push(std::ptr::null(), stack) };
     }
     // SAFETY: a non-null title is a handle from our RegisterString: a NUL-terminated string that
     // lives, unchanged, for the process.
-    guard((), || emitter::range_push_registered(unsafe { CText::from_ptr_or_empty(title.cast_const().cast()) }))
+    guard((), || emitter::range_push_registered_with(unsafe { CText::from_ptr_or_empty(title) }, stack))
 }
 
-unsafe fn range_push_title_text(
-    domain: *mut ProfilerDomain,
-    title: *mut StringTarget,
-    title_text: *const c_char,
-) {
-    // The R3 contract: title_text is the registered string, alive for the call; prefer it and
-    // fall back to the handle's own text.
-    if title_text.is_null() || title_text == title.cast_const().cast() {
-        // SAFETY: see range_push_title.
-        return unsafe { range_push_title(domain, title) };
+/// `detail::RangePush(domain, title, title_text, ...)` (the R3 contract: `title_text` is the
+/// registered string, alive for the call; preferred, the handle's own text the fallback).
+///
+/// # Safety
+/// `title` as for [`roctx_utils_bridge_range_push_title`]; `title_text` null or a C string
+/// valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn roctx_utils_bridge_range_push_title_text(title: *const c_char, title_text: *const c_char, stack: bool) {
+    if title_text.is_null() || title_text == title {
+        // SAFETY: the caller's contract.
+        return unsafe { roctx_utils_bridge_range_push_title(title, stack) };
     }
     // SAFETY: the contract above: a C string alive for the call (the host's, not our pool's).
-    unsafe { range_push(domain, title_text) }
+    unsafe { roctx_utils_bridge_range_push(title_text, stack) }
+}
+
+/// `RangePop(domain)`; `stack` as for [`roctx_utils_bridge_range_push`].
+#[no_mangle]
+pub extern "C" fn roctx_utils_bridge_range_pop(stack: bool) {
+    guard((), || emitter::range_pop_with(stack))
 }
 
 unsafe fn register_schema(_domain: *mut ProfilerDomain) -> u64 {

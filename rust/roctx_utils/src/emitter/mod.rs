@@ -47,10 +47,17 @@ pub fn domain() -> *const u8 {
 /// routing decision (ScopedAnnotation), not ours.
 #[inline(always)]
 pub fn range_push(text: CText<'_>) {
+    range_push_with(text, host::annotation_stack_enabled())
+}
+
+/// [`range_push`] with `AnnotationStack::IsEnabled()` already read by the caller (XLA's
+/// `RangePush`, in C++, where the check is inline: `cc/forwarders.cc`).
+#[inline(always)]
+pub fn range_push_with(text: CText<'_>, stack: bool) {
     // Start-up first: it may start a capture session (ROCTX_UTILS_XSPACE_OUT), which must see
     // this very range.
     let rt = runtime::get();
-    let (stack, sink) = (host::annotation_stack_enabled(), runtime::sink());
+    let sink = runtime::sink();
     if stack || sink.is_some() {
         let bytes = text.to_bytes(); // one strlen, and none when neither needs the bytes
         if stack {
@@ -70,8 +77,15 @@ pub fn range_push(text: CText<'_>) {
 /// compare of its bytes (issue 44).
 #[inline(always)]
 pub fn range_push_registered(text: CText<'static>) {
+    range_push_registered_with(text, host::annotation_stack_enabled())
+}
+
+/// [`range_push_registered`] with `AnnotationStack::IsEnabled()` already read (see
+/// [`range_push_with`]).
+#[inline(always)]
+pub fn range_push_registered_with(text: CText<'static>, stack: bool) {
     let rt = runtime::get(); // first: see range_push
-    if host::annotation_stack_enabled() {
+    if stack {
         host::annotation_stack_push(text.to_bytes());
     }
     if let Some(sink) = runtime::sink() {
@@ -87,7 +101,13 @@ pub fn range_push_registered(text: CText<'static>) {
 /// unmatched pop finds it empty.
 #[inline(always)]
 pub fn range_pop() {
-    if host::annotation_stack_enabled() {
+    range_pop_with(host::annotation_stack_enabled())
+}
+
+/// [`range_pop`] with `AnnotationStack::IsEnabled()` already read (see [`range_push_with`]).
+#[inline(always)]
+pub fn range_pop_with(stack: bool) {
+    if stack {
         host::annotation_stack_pop();
     }
     if let Some(sink) = runtime::sink() {

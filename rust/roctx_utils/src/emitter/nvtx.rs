@@ -107,20 +107,41 @@ impl Domain {
 static LEVELS: Slot<Levels, { SlotId::NvtxLevels as usize }> = unsafe { Slot::new(Levels::default) };
 
 /// A thread's open-range counts: the default domain's (`nvtxRangePush*`, PyTorch's and most
-/// callers') in a cell of its own, other domains' in a short list (domain address, count).
+/// callers') in a cell of its own, so is the first other domain the thread pushes in (XLA's
+/// `TSL` under JAX), and the rest in a short list (domain address, count). The two cells are
+/// checked inline; the list, out of line (a call and a borrow: 64 instructions per pair when
+/// XLA's domain went there, callgrind, issue 44).
 #[derive(Default)]
 struct Levels {
     default: std::cell::Cell<c_int>,
+    /// The first non-default domain pushed in on this thread (0: none yet) and its count.
+    first: std::cell::Cell<usize>,
+    first_count: std::cell::Cell<c_int>,
     others: RefCell<Vec<(usize, c_int)>>,
 }
 
 impl Levels {
     /// One more range open in `domain`; returns the level it opened at.
+    #[inline(always)]
     fn push(&self, domain: usize) -> c_int {
-        if domain == 0 {
-            let n = self.default.get().saturating_add(1);
-            self.default.set(n);
-            return n - 1;
+        let cell = if domain == 0 {
+            &self.default
+        } else if domain == self.first.get() {
+            &self.first_count
+        } else {
+            return self.push_other(domain);
+        };
+        let n = cell.get().saturating_add(1);
+        cell.set(n);
+        n - 1
+    }
+
+    #[inline(never)]
+    fn push_other(&self, domain: usize) -> c_int {
+        if self.first.get() == 0 {
+            self.first.set(domain);
+            self.first_count.set(1);
+            return 0;
         }
         let mut l = self.others.borrow_mut();
         match l.iter_mut().find(|(d, _)| *d == domain) {
@@ -136,15 +157,25 @@ impl Levels {
     }
 
     /// One range fewer open in `domain`; returns the level closed, -1 if none was open.
+    #[inline(always)]
     fn pop(&self, domain: usize) -> c_int {
-        if domain == 0 {
-            let n = self.default.get();
-            if n <= 0 {
-                return -1;
-            }
-            self.default.set(n - 1);
-            return n - 1;
+        let cell = if domain == 0 {
+            &self.default
+        } else if domain == self.first.get() {
+            &self.first_count
+        } else {
+            return self.pop_other(domain);
+        };
+        let n = cell.get();
+        if n <= 0 {
+            return -1;
         }
+        cell.set(n - 1);
+        n - 1
+    }
+
+    #[inline(never)]
+    fn pop_other(&self, domain: usize) -> c_int {
         let mut l = self.others.borrow_mut();
         match l.iter_mut().find(|(d, _)| *d == domain) {
             Some((_, n)) if *n > 0 => {
@@ -163,9 +194,17 @@ static SCRATCH: Slot<RefCell<Vec<u8>>, { SlotId::NvtxScratch as usize }> =
     unsafe { Slot::new(|| RefCell::new(Vec::new())) };
 
 /// Runs `f` with `text` as a label: `<prefix>: <text>` when the domain has a prefix, cut to
-/// [`MAX_LABEL`] bytes.
+/// [`MAX_LABEL`] bytes. The common case, no prefix, inline; the prefix's out of line.
+#[inline(always)]
 fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
-    let Some(prefix) = prefix else { return f(&text[..text.len().min(MAX_LABEL)]) };
+    match prefix {
+        None => f(&text[..text.len().min(MAX_LABEL)]),
+        Some(prefix) => with_prefixed_label(prefix, text, f),
+    }
+}
+
+#[inline(never)]
+fn with_prefixed_label<R>(prefix: &[u8], text: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
     let built = SCRATCH.with(|s| {
         let mut s = s.try_borrow_mut().ok()?;
         s.clear();
@@ -192,11 +231,15 @@ fn with_label<R>(prefix: Option<&[u8]>, text: &[u8], f: impl FnOnce(&[u8]) -> R)
 
 /// `nvtxDomainRangePushEx` (`domain` 0: the default domain, `nvtxRangePush*`). Returns the
 /// 0-based level on this thread in this domain.
+//
+// The closures of the three hot entries are `#[inline(always)]`: left to LLVM, the sink's push
+// stayed out of line with six saved registers (issue 44, callgrind).
+#[inline(always)]
 pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
     runtime::get(); // may start the automatic session, which must see this range
-    let level = LEVELS.with(|l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    let level = LEVELS.with(#[inline(always)] |l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if let Some(sink) = runtime::sink() {
-        let seq = with_label(prefix, text, |label| sink.push(label));
+        let seq = with_label(prefix, text, #[inline(always)] |label| sink.push(label));
         runtime::range_changed(seq);
     }
     level
@@ -205,9 +248,10 @@ pub fn range_push(domain: usize, prefix: Option<&[u8]>, text: &[u8]) -> c_int {
 /// [`range_push`] of a registered string's text (`nvtxDomainRegisterString`'s handle, our
 /// pool's: it lives, unchanged, for the process) in a domain without a prefix: the sink may know
 /// it by its address alone, no `strlen`, no compare (issue 44).
+#[inline(always)]
 pub fn range_push_registered(domain: usize, text: roctx_sys::CText<'static>) -> c_int {
     runtime::get(); // may start the automatic session, which must see this range
-    let level = LEVELS.with(|l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    let level = LEVELS.with(#[inline(always)] |l| l.push(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if let Some(sink) = runtime::sink() {
         // The pool's strings are cut to MAX_LABEL bytes already (intern::MAX_STRING_BYTES).
         runtime::range_changed(sink.push_registered(text));
@@ -217,8 +261,9 @@ pub fn range_push_registered(domain: usize, text: roctx_sys::CText<'static>) -> 
 
 /// `nvtxDomainRangePop` (`domain` 0: `nvtxRangePop`). Returns the level closed, -1 if the
 /// domain had no range open on this thread (then nothing is recorded).
+#[inline(always)]
 pub fn range_pop(domain: usize) -> c_int {
-    let level = LEVELS.with(|l| l.pop(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
+    let level = LEVELS.with(#[inline(always)] |l| l.pop(domain)).unwrap_or(nvtx::NO_PUSH_POP_TRACKING);
     if level >= 0 {
         if let Some(sink) = runtime::sink() {
             runtime::range_changed(sink.pop());
@@ -264,6 +309,22 @@ pub fn name_os_thread(tid: u32, name: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_domain_counts_its_own_levels_whether_in_a_cell_or_the_list() {
+        let l = Levels::default();
+        let (tsl, other, third) = (0x1000, 0x2000, 0x3000);
+        assert_eq!(l.pop(tsl), -1, "nothing open in a domain never pushed");
+        assert_eq!((l.push(0), l.push(tsl), l.push(tsl)), (0, 0, 1));
+        assert_eq!((l.push(other), l.push(third), l.push(other)), (0, 0, 1), "the list's domains");
+        assert_eq!(l.push(0), 1);
+        assert_eq!((l.pop(other), l.pop(other), l.pop(other)), (1, 0, -1));
+        assert_eq!((l.pop(tsl), l.pop(tsl), l.pop(tsl)), (1, 0, -1));
+        assert_eq!((l.pop(third), l.pop(third)), (0, -1));
+        assert_eq!((l.pop(0), l.pop(0), l.pop(0)), (1, 0, -1));
+        assert_eq!(l.push(tsl), 0, "the first domain keeps its cell once its ranges all closed");
+        assert_eq!(l.first.get(), tsl);
+    }
 
     #[test]
     fn domains_past_the_cap_share_one_handle_and_are_counted() {
