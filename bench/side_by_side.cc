@@ -13,6 +13,9 @@
 //   roctx_utils       tsl::profiler::RangePush/RangePop through //:roctx_utils_impl with
 //                     in-process capture (XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=self and no
 //                     roctx library, so the figure is the capture alone).
+//   roctx_utils_registered  the same with a RegisterString title, as XLA's thunks push theirs
+//                     (detail::RangePush): a label known before the range, like Tracy's static
+//                     one, so the pair to compare with tracy_static.
 //   tracy_static      Tracy v0.14's zone with a literal label (ZoneScopedN) and with a label known
 //   tracy_runtime     only at run time (ZoneTransientN), its client only, no server: the anchor of
 //                     issue 44. Registered only when BENCH_TRACY_LIB names the library that
@@ -278,6 +281,15 @@ void BM_TracyRuntime(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_RoctxUtilsRegistered(benchmark::State& state) {
+  static tsl::profiler::StringHandle title = tsl::profiler::RegisterString(nullptr, kLabel);
+  for (auto _ : state) {
+    tsl::profiler::detail::RangePush(nullptr, title, 0, nullptr, 0);
+    tsl::profiler::RangePop(nullptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 int64_t EnvInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -307,6 +319,7 @@ int main(int argc, char** argv) {
   common(benchmark::RegisterBenchmark("floor", BM_Floor));
   common(benchmark::RegisterBenchmark("upstream_model", BM_UpstreamModel)->Setup(upstream::Enable)->Teardown(upstream::Disable));
   common(benchmark::RegisterBenchmark("roctx_utils", BM_RoctxUtils)->Setup(StartSession)->Teardown(StopSession));
+  common(benchmark::RegisterBenchmark("roctx_utils_registered", BM_RoctxUtilsRegistered)->Setup(StartSession)->Teardown(StopSession));
   const char* tracy_lib = std::getenv("BENCH_TRACY_LIB");
   if (tracy_lib != nullptr && *tracy_lib != '\0' && LoadTracy(tracy_lib)) {
     benchmark::AddCustomContext("tracy_version", std::to_string(tracy.version / 10000) + "." +

@@ -25,7 +25,8 @@ import sys
 
 COLUMNS = [("nvtx3_no_tool", "NVTX3, no tool"), ("boottime_x2", "2 x BOOTTIME"),
            ("floor", "floor: TLS append + 2 TSC"), ("upstream_model", "upstream model"),
-           ("roctx_utils", "roctx_utils"), ("tracy_static", "Tracy zone, static label"),
+           ("roctx_utils", "roctx_utils"), ("roctx_utils_registered", "roctx_utils, registered title"),
+           ("tracy_static", "Tracy zone, static label"),
            ("tracy_runtime", "Tracy zone, runtime label")]
 SECTION = "## Capture, side by side"
 
@@ -130,6 +131,8 @@ def summary(side, nvtx, py, tag=None):
         lines.append("| Tracy v0.14 zone | %s |" % " | ".join(["not built (scripts/bench_tracy.sh)"] + [""] * len(threads)))
     row("NVTX3 with no tool attached", by(per_thread, "nvtx3_no_tool"))
     row("ours, linked (`//:roctx_utils_impl` RangePush/RangePop)", by(per_thread, "roctx_utils"), floor)
+    if any(k[0] == "roctx_utils_registered" for k in per_thread):
+        row("ours, linked, a RegisterString title (XLA's thunks)", by(per_thread, "roctx_utils_registered"), floor)
     if inj:
         ifloor = by(inj, "floor")
         row("floor of the NVTX benchmark (no NVTX call)", ifloor)
@@ -143,11 +146,16 @@ def summary(side, nvtx, py, tag=None):
             real = traced[0].endswith("real_cupti")
             row("ours, NVTX injection, kernels traced (the default; %s)" % ("real CUPTI" if real else "the fake CUPTI"), by(inj, traced[0]), ifloor)
     lines.append("")
-    tracy, ours = by(per_thread, "tracy_static"), by(per_thread, "roctx_utils")
-    if any(tracy.values()):
-        lines.append("Ours linked over Tracy's static-label zone, same run: %s at %s threads."
-                     % (" / ".join("%.2fx" % (ours[t] / tracy[t]) if ours.get(t) and tracy.get(t) else "-" for t in threads),
-                        " / ".join(map(str, threads))))
+    def over(a, b):
+        return " / ".join("%.2fx" % (a[t] / b[t]) if a.get(t) and b.get(t) else "-" for t in threads)
+
+    if any(by(per_thread, "tracy_static").values()):
+        lines.append("Against Tracy in the same run, at %s threads: ours with a registered title over Tracy's "
+                     "static-label zone %s; ours with a runtime label over Tracy's runtime-label zone %s; "
+                     "ours with a runtime label over Tracy's static-label zone %s."
+                     % (" / ".join(map(str, threads)), over(by(per_thread, "roctx_utils_registered"), by(per_thread, "tracy_static")),
+                        over(by(per_thread, "roctx_utils"), by(per_thread, "tracy_runtime")),
+                        over(by(per_thread, "roctx_utils"), by(per_thread, "tracy_static"))))
         lines.append("")
     if rows_py:
         runs = len(rows_py.get("do-nothing context manager", [0]))
