@@ -84,7 +84,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-pub use buffer::{MAX_DEPTH, MAX_LABEL_BYTES};
+pub use buffer::{pooled_chunks, run_chunk_filler, MAX_DEPTH, MAX_LABEL_BYTES, SPARE_CHUNKS};
 use buffer::{Owner, Shared, ThreadBuffer};
 pub use model::{CaptureMode, Event, EventKind, SessionError, SessionOptions, Snapshot, Stats};
 

@@ -38,6 +38,7 @@
 
 mod roctx;
 
+mod chunks;
 mod fork;
 pub mod roofline;
 pub mod progress;
@@ -176,6 +177,7 @@ pub fn sink() -> Option<&'static dyn Sink> {
 fn install_sink(mode: CaptureMode) {
     let sink = if mode == CaptureMode::InProcess { IN_PROCESS_SINK } else { NO_SINK };
     SINK.store(sink, Ordering::Relaxed);
+    chunks::start(); // a session starts: its buffers grow on the threads that record
 }
 
 /// Names the calling OS thread for export, whatever the capture mode: names are rare and make
