@@ -153,7 +153,7 @@ fn recycle(chunks: Vec<Arc<Chunk>>) {
 }
 
 /// The pool's lock, for `fork::prepare` (held across `fork()`, so that the child never finds
-/// it taken by a thread it does not have) and the tests.
+/// it taken by a thread it does not have) and the tests that empty it.
 pub(crate) fn pool_lock() -> std::sync::MutexGuard<'static, Vec<Chunk>> {
     crate::lock(&POOL)
 }

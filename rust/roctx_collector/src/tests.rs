@@ -915,9 +915,9 @@ fn a_gone_threads_chunks_serve_the_next_thread_and_hold_only_its_events() {
     });
     assert_eq!(stop().unwrap().stats.recorded, 10_000);
     // The next start releases the gone thread's buffer: its chunks are pooled, not freed.
-    let before = buffer::pool_lock().len();
+    let before = buffer::pooled_chunks();
     start(opts(100_000), CaptureMode::InProcess).unwrap();
-    let pooled = buffer::pool_lock().len();
+    let pooled = buffer::pooled_chunks();
     assert!(pooled >= before + 3, "pooled {before} -> {pooled}");
     // A new thread records fewer events, some of them LONG (two slots), into pooled chunks:
     // the snapshot holds its events, and nothing of the first thread's left in those slots.
@@ -931,7 +931,7 @@ fn a_gone_threads_chunks_serve_the_next_thread_and_hold_only_its_events() {
         mark(b"second mark", 70_000, tid);
         tid
     });
-    assert_eq!(buffer::pool_lock().len(), pooled - 2, "5,051 slots take two chunks, both from the pool");
+    assert_eq!(buffer::pooled_chunks(), pooled - 2, "5,051 slots take two chunks, both from the pool");
     let s = stop().unwrap();
     assert_eq!(s.stats.recorded, 5_001);
     let ranges: Vec<&Event> = s.events.iter().filter(|e| e.kind == EventKind::Range).collect();
@@ -949,11 +949,11 @@ fn a_gone_threads_chunks_serve_the_next_thread_and_hold_only_its_events() {
 fn the_chunk_pool_is_bounded() {
     let _g = SERIAL.lock();
     // More chunks than the bound, let go of at once: the pool keeps the bound, no more.
-    let many = buffer::POOL_MAX_CHUNKS + 5 - buffer::pool_lock().len().min(buffer::POOL_MAX_CHUNKS);
+    let many = buffer::POOL_MAX_CHUNKS + 5 - buffer::pooled_chunks().min(buffer::POOL_MAX_CHUNKS);
     buffer::recycle_for_test(many);
-    assert_eq!(buffer::pool_lock().len(), buffer::POOL_MAX_CHUNKS);
+    assert_eq!(buffer::pooled_chunks(), buffer::POOL_MAX_CHUNKS);
     buffer::recycle_for_test(1);
-    assert_eq!(buffer::pool_lock().len(), buffer::POOL_MAX_CHUNKS);
+    assert_eq!(buffer::pooled_chunks(), buffer::POOL_MAX_CHUNKS);
     buffer::pool_lock().clear();
-    assert_eq!(buffer::pool_lock().len(), 0);
+    assert_eq!(buffer::pooled_chunks(), 0);
 }

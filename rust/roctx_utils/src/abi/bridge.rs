@@ -71,8 +71,9 @@ unsafe fn register_string(_domain: *mut ProfilerDomain, text: &cxx::CxxString) -
 
 // RangePush(domain, ascii), detail::RangePush(domain, title, ...) and RangePop(domain), XLA's
 // calls per thunk, are defined in cc/forwarders.cc, which reads AnnotationStack::IsEnabled()
-// there (inline in XLA's header: one load) and calls these plain C entries: no call back into C++ for the check and no cxx
-// shim frame, 40 instructions per pair fewer than through the bridge (issue 44; BENCHMARKS.md).
+// there (inline in XLA's header: one load) and calls these plain C entries: no call back into
+// C++ for the check and no cxx shim frame, 19 instructions per pair fewer than through the
+// bridge (callgrind; issue 44, BENCHMARKS.md).
 // Each catches panics like every other entry. Not part of the public C surface.
 
 /// `RangePush(domain, ascii)`; `stack`: the host's `AnnotationStack::IsEnabled()`, just read.

@@ -121,16 +121,22 @@ struct Levels {
 }
 
 impl Levels {
+    /// `domain`'s count if it has a cell of its own (the default domain, the first other one).
+    #[inline(always)]
+    fn cell(&self, domain: usize) -> Option<&std::cell::Cell<c_int>> {
+        if domain == 0 {
+            Some(&self.default)
+        } else if domain == self.first.get() {
+            Some(&self.first_count)
+        } else {
+            None
+        }
+    }
+
     /// One more range open in `domain`; returns the level it opened at.
     #[inline(always)]
     fn push(&self, domain: usize) -> c_int {
-        let cell = if domain == 0 {
-            &self.default
-        } else if domain == self.first.get() {
-            &self.first_count
-        } else {
-            return self.push_other(domain);
-        };
+        let Some(cell) = self.cell(domain) else { return self.push_other(domain) };
         let n = cell.get().saturating_add(1);
         cell.set(n);
         n - 1
@@ -159,13 +165,7 @@ impl Levels {
     /// One range fewer open in `domain`; returns the level closed, -1 if none was open.
     #[inline(always)]
     fn pop(&self, domain: usize) -> c_int {
-        let cell = if domain == 0 {
-            &self.default
-        } else if domain == self.first.get() {
-            &self.first_count
-        } else {
-            return self.pop_other(domain);
-        };
+        let Some(cell) = self.cell(domain) else { return self.pop_other(domain) };
         let n = cell.get();
         if n <= 0 {
             return -1;
