@@ -116,7 +116,10 @@ impl Trace {
     }
 
     /// Adds the kernels of `kernels` that ran inside this session's window (start to stop,
-    /// XLA's rule; the rest are counted in a warning), each attributed to the ROCTX range of
+    /// XLA's rule; the rest are counted in a warning), or were launched inside it and ended
+    /// after its stop (as nsys keeps a capture range's last kernels: a window closed by its
+    /// trigger's pop would otherwise lose the kernels still running then; the stop moves to the
+    /// last such end, so the profile's span covers them), each attributed to the ROCTX range of
     /// this trace that launched it: the innermost push/pop range open on its launching thread
     /// at its launch instant ([`roctx_kernels::join`]'s rule), or, for a source that carried the
     /// range's push number in the kernel record, the range of that number on that thread.
@@ -132,11 +135,16 @@ impl Trace {
         });
         let open_at = kernels.dispatches.iter().any(|d| d.range == 0 && d.launch_ns != 0).then(|| OpenRanges::new(&self.events));
         let mut outside = 0u64;
+        let (start, stop) = (self.start_ns, self.stop_ns);
+        let mut last_end = stop;
         for d in &kernels.dispatches {
-            if d.start_ns < self.start_ns || d.end_ns > self.stop_ns {
+            let launched_inside = d.launch_ns != 0 && (start..=stop).contains(&d.launch_ns)
+                || d.range != 0 && launchers.as_ref().is_some_and(|l| l.contains_key(&(d.thread_id, d.range)));
+            if d.start_ns < start || d.end_ns > stop && !launched_inside {
                 outside += 1;
                 continue;
             }
+            last_end = last_end.max(d.end_ns);
             // CAST: both indices are bounded by the dispatch count, far below u32::MAX.
             let gpu = agents.partition_point(|&a| a < d.agent_id) as u32;
             let (name, details) = describe(d, gpu, kernels);
@@ -160,6 +168,7 @@ impl Trace {
                 invocation: d.invocation,
             });
         }
+        self.stop_ns = last_end;
         if outside > 0 {
             self.warnings.push(format!("roctx_utils: {outside} GPU kernels, copies and sets ran outside the session window and are not shown"));
         }
@@ -364,6 +373,41 @@ mod join_tests {
         t.kernels.clear();
         t.add_kernels(&KernelSnapshot { dispatches: kernels, ..KernelSnapshot::default() });
         t.kernels.iter().map(|k| k.launched_by.map(|i| t.label_of(&t.events[i]).to_owned())).collect()
+    }
+
+    /// A window closed by its trigger's pop (issue 43's `--capture-range`) keeps the kernels
+    /// launched inside it that were still running then; the trace's stop covers them. Kernels
+    /// launched before the start, or after the stop, stay outside.
+    #[test]
+    fn kernels_launched_inside_the_session_are_kept_when_they_end_after_its_stop() {
+        let mut t = Trace::new("h", 1000, 5000);
+        range(&mut t, 7, 1000, 5000, 0, "step 1");
+        let long = |launch: u64, start: u64, end: u64| Dispatch { end_ns: end, ..kernel(7, launch, start) };
+        let got = launched_by(
+            &mut t,
+            vec![
+                long(4000, 4100, 9000), // launched inside, ends after the stop: kept
+                long(2000, 2100, 2200), // inside: kept
+                long(900, 1200, 1300),  // launched before the start, ran inside: kept (XLA's rule)
+                long(900, 950, 1300),   // started before the start: outside
+                long(5100, 5200, 5300), // launched after the stop: outside
+                long(0, 4500, 6000),    // no launch known, ends after the stop: outside
+            ],
+        );
+        let s = |x: &str| Some(x.to_owned());
+        assert_eq!(got, [s("step 1"), s("step 1"), None]);
+        assert_eq!(t.stop_ns, 9000, "the stop moves to the last kept kernel's end");
+        assert!(t.warnings.iter().any(|w| w.starts_with("roctx_utils: 3 GPU kernels, copies and sets ran outside")), "{:?}", t.warnings);
+
+        // A source that carries the push number (rocprofiler-sdk's correlation): launched inside
+        // when its range is one of this trace's.
+        let mut t = Trace::new("h", 1000, 5000);
+        let label = t.label("step 1");
+        t.events.push(Event { kind: EventKind::Range, tid: 7, end_tid: 7, start_ns: 1000, end_ns: 5000, label, depth: 0, seq: 3 });
+        let by_number = |range: u32| Dispatch { range, end_ns: 7000, ..kernel(7, 0, 4500) };
+        let got = launched_by(&mut t, vec![by_number(3), by_number(4)]);
+        assert_eq!(got, [s("step 1")]);
+        assert_eq!(t.stop_ns, 7000);
     }
 
     #[test]
