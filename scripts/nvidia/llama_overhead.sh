@@ -47,6 +47,8 @@ for round in $(seq 1 "$ROUNDS"); do
   for cfg in "${CONFIGS[@]}"; do
     echo "-- round $round: $cfg"
     run "$cfg" "$round"
+    # Each run's times as they come: a run stopped at a device call's limit still says something.
+    grep -E "us/run" "$WORK/$cfg.$round.txt" | sed 's/^ */   /'
   done
 done
 # stdout (the results) and stderr (our messages) apart: a file gets them interleaved mid-line.
