@@ -5,6 +5,7 @@
 // calls through the slots exactly as the NVTX inline functions do: an empty slot is a no-op
 // with the neutral value. What was recorded is read back through the C API of the same loaded
 // instance (dlsym), in an in-process session.
+#include <atomic>
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -755,7 +756,9 @@ class CuptiSharing : public NvtxInjection {
 };
 
 namespace xla_like {
-uint64_t g_records = 0;
+// Atomic: CUPTI (the fake as the real one) runs this callback on whichever thread flushes, the
+// test's or our watch thread's (TSan saw the two race on a plain counter).
+std::atomic<uint64_t> g_records{0};
 void Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 1 << 20;
   *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
@@ -789,7 +792,7 @@ TEST_F(CuptiSharing, AProfilerTakingCuptiOverLeavesOursAloneCountsWhatItSawAndWe
   EXPECT_EQ(cu.flush_all(1), 0);
   EXPECT_EQ(cu.unsubscribe(subscriber), 0);
   EXPECT_EQ(cu.finalize(), 0);
-  EXPECT_GE(xla_like::g_records, 1u) << "XLA got its trace";
+  EXPECT_GE(xla_like::g_records.load(), 1u) << "XLA got its trace";
   // Ours sets CUPTI up again by itself within a watch period or two.
   for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
   EXPECT_EQ(cu.enabled(10), 1) << "tracing resumed after the other profiler's finalize";
@@ -901,13 +904,13 @@ TEST_F(CuptiSharing, AProfilerWithItsOwnClockIsNeverRobbedAndWeResumeWhenItsKind
   ASSERT_EQ(cu.register_clock(kineto_like::Clock), 0);
   ASSERT_EQ(cu.register_callbacks(xla_like::Requested, xla_like::Completed), 0);
   for (int kind : {10, 5, 1, 2}) cu.enable(kind);
-  const uint64_t records = xla_like::g_records;
+  const uint64_t records = xla_like::g_records.load();
   cu.launch("kernel_in_kineto", t0 + 1000, t0 + 2000, 0, 7, 1, 32);
   usleep(60 * 1000);  // a dozen watch periods while it traces
   EXPECT_EQ(cu.enabled(10), 1);
   cu.launch("kernel_in_kineto", t0 + 3000, t0 + 4000, 0, 7, 1, 32);
   EXPECT_EQ(cu.flush_all(1), 0);
-  EXPECT_GT(xla_like::g_records, records) << "its records went to it, not to us";
+  EXPECT_GT(xla_like::g_records.load(), records) << "its records went to it, not to us";
   for (int kind : all_kinds) cu.disable(kind);
   for (int i = 0; i < 100 && !cu.enabled(10); ++i) usleep(10 * 1000);
   ASSERT_EQ(cu.enabled(10), 1) << "every kind off: CUPTI took our clock, and we traced again";
