@@ -138,8 +138,9 @@ impl Trace {
         let (start, stop) = (self.start_ns, self.stop_ns);
         let mut last_end = stop;
         for d in &kernels.dispatches {
-            let launched_inside = d.launch_ns != 0 && (start..=stop).contains(&d.launch_ns)
-                || d.range != 0 && launchers.as_ref().is_some_and(|l| l.contains_key(&(d.thread_id, d.range)));
+            // A push number names its range directly: found once, for the filter and the row.
+            let by_number = if d.range != 0 { launchers.as_ref().and_then(|l| l.get(&(d.thread_id, d.range)).copied()) } else { None };
+            let launched_inside = by_number.is_some() || d.launch_ns != 0 && (start..=stop).contains(&d.launch_ns);
             if d.start_ns < start || d.end_ns > stop && !launched_inside {
                 outside += 1;
                 continue;
@@ -159,7 +160,7 @@ impl Trace {
                 correlation_id: d.correlation_id,
                 details,
                 launched_by: if d.range != 0 {
-                    launchers.as_ref().and_then(|l| l.get(&(d.thread_id, d.range)).copied())
+                    by_number
                 } else if d.launch_ns != 0 {
                     open_at.as_ref().and_then(|o| o.innermost(d.thread_id, d.launch_ns))
                 } else {
