@@ -12,6 +12,10 @@
 #
 # Cases: a launch-bound ADD f32 [4096]; SOFT_MAX [8192,1]; MUL_MAT q4_K 4096x14336 at 1 token
 # (decode) and 512 (prefill); MUL_MAT_ID q4_K, 128 experts, 8 used, at 1, 8 and 512 tokens.
+# test-backend-ops has no RMS_NORM among its perf cases: a decode step's RMS_NORM f32 [2048] (the
+# hidden size of moe_layer's layers) is run from a test file (--test-file, one generic op) in the
+# same configuration right after; LLAMA_OVERHEAD_RMS_NORM_OP is GGML_OP_RMS_NORM's number in the
+# ggml built (25 at d99724f2; "" skips it), and the result line must say RMS_NORM.
 # Configurations (defaults, none, cupti, hook, hook_exact, hook_all): scripts/nvidia/overhead_env.sh.
 # Targets (hook against cupti, medians): at most +0.5 us on the launch-bound ops (ADD, SOFT_MAX,
 # the decode MUL_MAT), at most +1 % on ops of 100 us or more, MUL_MAT_ID with the default
@@ -28,6 +32,10 @@ trap 'rm -rf "$WORK"' EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/overhead_env.sh"
 OPS=${LLAMA_OVERHEAD_OPS:-ADD,SOFT_MAX,MUL_MAT,MUL_MAT_ID}
 PARAMS=${LLAMA_OVERHEAD_PARAMS:-'^type=f32,ne=\[4096,1,1,1\],nr=\[1,1,1,1\],|^type=f32,ne=\[8192,1,1,1\],mask=0,|^type_a=q4_K,type_b=f32,m=4096,n=(1|512),k=14336,|^type_a=q4_K,type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=(1|8|512),k=2048$'}
+RMS_NORM_OP=${LLAMA_OVERHEAD_RMS_NORM_OP-25}
+case $RMS_NORM_OP in *[!0-9]*) echo "llama_overhead.sh: LLAMA_OVERHEAD_RMS_NORM_OP must be a number or empty, not '$RMS_NORM_OP'" >&2; exit 2 ;; esac
+# op, type f32, ne, 1 op param (eps 1e-5 as its float bits), 1 source f32 [2048] contiguous, a name.
+[ -n "$RMS_NORM_OP" ] && echo "$RMS_NORM_OP 0 2048 1 1 1 1 925353388 1 0 2048 1 1 1 4 8192 8192 8192 decode" >"$WORK/rms_norm.txt"
 CONFIGS=(none hook hook_exact)
 if cupti_only_available; then CONFIGS=(none cupti hook hook_exact); fi
 # LLAMA_OVERHEAD_CONFIGS="defaults none cupti cupti_ts cupti_ours hook hook_alt hook_exact hook_all":
@@ -39,6 +47,12 @@ run() { # run CONFIG ROUND
   overhead_env "$cfg" "$WORK/$cfg.$round.json"
   env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 -o "$OPS" -p "$PARAMS" \
     >"$WORK/$cfg.$round.txt" 2>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
+  if [ -n "$RMS_NORM_OP" ]; then
+    overhead_env "$cfg" "$WORK/$cfg.$round.rms_norm.json"
+    env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 --test-file "$WORK/rms_norm.txt" \
+      >>"$WORK/$cfg.$round.txt" 2>>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
+    rm -f "$WORK/$cfg.$round.rms_norm.json"
+  fi
   # The report is kept only for the MoE check (one round), it can be hundreds of MB.
   if [ "$round" -gt 1 ]; then rm -f "$WORK/$cfg.$round.json"; fi
 }
@@ -74,6 +88,8 @@ def short(case):
         return "MUL_MAT_ID q4_K 128/8 experts, %s tokens" % kv.get("n")
     if op == "MUL_MAT":
         return "MUL_MAT q4_K 4096x14336, %s tokens" % kv.get("n")
+    if op == "RMS_NORM":
+        return "RMS_NORM %s" % kv.get("ne", "")
     return "%s %s" % (op, kv.get("ne", ""))
 
 nan = float("nan")
@@ -100,12 +116,16 @@ for case in sorted(times, key=lambda c: (c.split("(")[0], times[c].get("none", [
 if "cupti" in configs:
     for case, med, d, pct in results:
         op, name = case.split("(")[0], short(case)
-        if op in ("ADD", "SOFT_MAX") or (op == "MUL_MAT" and ", 1 tokens" in name):
+        if op in ("ADD", "SOFT_MAX", "RMS_NORM") or (op == "MUL_MAT" and ", 1 tokens" in name):
             check(d <= 0.5, "%s: hook - cupti %+.2f us (target <= +0.5 us)" % (name, d))
         elif op == "MUL_MAT_ID":
             check(pct <= 2.0, "%s: hook - cupti %+.2f %% (target <= +2 %%, default accounting)" % (name, pct))
         if med["cupti"] >= 100.0 and op != "MUL_MAT_ID":
             check(pct <= 1.0, "%s: hook - cupti %+.2f %% (target <= +1 %% at 100 us or more)" % (name, pct))
+    measured = {case.split("(")[0] for case, _, _, _ in results}
+    for op in ("ADD", "SOFT_MAX", "RMS_NORM", "MUL_MAT", "MUL_MAT_ID"):
+        if op not in measured and (op != "RMS_NORM" or os.path.exists(os.path.join(work, "rms_norm.txt"))):
+            check(False, "%s: no result in every configuration (test-backend-ops' output above)" % op)
 # The MoE rows of each hook's first round.
 def moe_rows(cfg):
     path = os.path.join(work, "%s.1.json" % cfg)

@@ -20,8 +20,8 @@
 // its ADD; q4_K weights, hidden 2048, FFN 8192.
 //
 // Prints "moe_layer: LAYERS layers, TOKENS tokens, ids shared, N graph nodes: X us/step, Y
-// us/layer" (median of 5 blocks of STEPS/5 steps, after 20 steps of warm-up); "ids dense" for
-// the dense layers.
+// us/layer" (median of 5 blocks of STEPS/5 steps, after 20 steps of warm-up), then the fastest
+// and slowest block; "ids dense" for the dense layers.
 // MOE_LAYER_BACKEND=CPU runs it without a GPU (a check of the program, not a measurement). The
 // expert weights are random q4_K blocks with small scales: the routing and the kernels' work
 // are a model's, the numbers are not.
@@ -228,8 +228,11 @@ int main(int argc, char** argv) {
   std::vector<float> out(static_cast<size_t>(kEmbd) * tokens);
   ggml_backend_tensor_get(cur, out.data(), 0, ggml_nbytes(cur));
   size_t finite = std::count_if(out.begin(), out.end(), [](float f) { return std::isfinite(f); });
-  printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite)\n", layers,
-         tokens, dense ? "dense" : separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size());
+  // The blocks' spread says whether a slow run was slow throughout (the process's or the host's
+  // state while it ran) or in a burst (one block).
+  printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite; blocks %.2f-%.2f us/layer)\n",
+         layers, tokens, dense ? "dense" : separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size(),
+         per_step.front() / layers, per_step.back() / layers);
   ggml_gallocr_free(galloc);
   ggml_free(gctx);
   ggml_backend_buffer_free(wbuf);
