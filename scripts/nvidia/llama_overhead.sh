@@ -42,15 +42,19 @@ if cupti_only_available; then CONFIGS=(none cupti hook hook_exact); fi
 # more (or fewer).
 if [ -n "${LLAMA_OVERHEAD_CONFIGS:-}" ]; then read -r -a CONFIGS <<<"$LLAMA_OVERHEAD_CONFIGS"; fi
 
+perf() { # perf CONFIG ROUND REPORT ARGS...: one test-backend-ops perf run, appended to the round's files
+  local cfg=$1 round=$2 report=$3
+  shift 3
+  overhead_env "$cfg" "$report"
+  env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 "$@" \
+    >>"$WORK/$cfg.$round.txt" 2>>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
+}
+
 run() { # run CONFIG ROUND
   local cfg=$1 round=$2
-  overhead_env "$cfg" "$WORK/$cfg.$round.json"
-  env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 -o "$OPS" -p "$PARAMS" \
-    >"$WORK/$cfg.$round.txt" 2>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
+  perf "$cfg" "$round" "$WORK/$cfg.$round.json" -o "$OPS" -p "$PARAMS"
   if [ -n "$RMS_NORM_OP" ]; then
-    overhead_env "$cfg" "$WORK/$cfg.$round.rms_norm.json"
-    env -u GGML_ROOFLINE_OUT -u ROCTX_UTILS_ROOFLINE_OUT "${ENV[@]}" "$BIN/ggml/test-backend-ops" perf -b CUDA0 --test-file "$WORK/rms_norm.txt" \
-      >>"$WORK/$cfg.$round.txt" 2>>"$WORK/$cfg.$round.err" || tail -n 5 "$WORK/$cfg.$round.err"
+    perf "$cfg" "$round" "$WORK/$cfg.$round.rms_norm.json" --test-file "$WORK/rms_norm.txt"
     rm -f "$WORK/$cfg.$round.rms_norm.json"
   fi
   # The report is kept only for the MoE check (one round), it can be hundreds of MB.
@@ -68,9 +72,9 @@ done
 # stdout (the results) and stderr (our messages) apart: a file gets them interleaved mid-line.
 grep -h "roctx_utils\|cupti_only" "$WORK"/hook.1.err "$WORK"/hook_exact.1.err "$WORK"/cupti.1.err 2>/dev/null | tail -n 6
 
-python3 - "$WORK" "$ROUNDS" "${CONFIGS[@]}" <<'PY'
+python3 - "$WORK" "$ROUNDS" "$OPS" "${CONFIGS[@]}" <<'PY'
 import json, os, re, statistics, sys
-work, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+work, rounds, ops, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4:]
 line = re.compile(r"^\s*(\w+)\((.*)\):\s+(\d+) runs -\s+([\d.]+) us/run")
 times = {}  # case -> config -> [us]
 for cfg in configs:
@@ -123,8 +127,9 @@ if "cupti" in configs:
         if med["cupti"] >= 100.0 and op != "MUL_MAT_ID":
             check(pct <= 1.0, "%s: hook - cupti %+.2f %% (target <= +1 %% at 100 us or more)" % (name, pct))
     measured = {case.split("(")[0] for case, _, _, _ in results}
-    for op in ("ADD", "SOFT_MAX", "RMS_NORM", "MUL_MAT", "MUL_MAT_ID"):
-        if op not in measured and (op != "RMS_NORM" or os.path.exists(os.path.join(work, "rms_norm.txt"))):
+    # The ops asked for (LLAMA_OVERHEAD_OPS), and RMS_NORM unless it was skipped.
+    for op in ops + ["RMS_NORM"] * os.path.exists(os.path.join(work, "rms_norm.txt")):
+        if op not in measured:
             check(False, "%s: no result in every configuration (test-backend-ops' output above)" % op)
 # The MoE rows of each hook's first round.
 def moe_rows(cfg):
