@@ -104,14 +104,26 @@ ggml_tensor* MoeBlock(ggml_context* ctx, const Layer& l, ggml_tensor* x, int tok
   return ggml_add(ctx, x, out);
 }
 
-// Random q4_K blocks (d, dmin, 12 scale bytes, 128 quant bytes) with d = dmin = 2^-10, so the
-// products stay finite through the layers.
+// Random q4_K blocks (d, dmin, 12 scale bytes, 128 quant bytes) of zero-mean weights: each
+// sub-block's 6-bit min equals its scale and dmin = 7.5 d, so a weight is d * scale * (q - 7.5)
+// for its random 4-bit q, and d = 2^-12 keeps 8 layers' activations within a few hundred (CPU,
+// f32: MoE 11, dense 392). Until 2026-12-08 every weight had one sign (d = dmin = 2^-10, random
+// mins): the sums grew coherently to 7e7 in 8 layers, overflowed the f16 of the prefill's
+// cuBLAS GEMMs, and at 512 tokens every output was inf or NaN and the routing read NaN logits.
+// The scale bytes as ggml's get_scale_min_k4 reads them: bytes 0-3 hold sub-blocks 0-3's scales
+// (low 6 bits) and 4-7 their mins, so 4-7 copy 0-3 (which also equalises the top 2 bits, the
+// high bits of sub-blocks 4-7); bytes 8-11 hold sub-blocks 4-7's scale (low nibble) and min
+// (high nibble), so each holds one nibble twice.
 std::vector<uint8_t> RandomQ4K(size_t bytes, std::mt19937& rng) {
   std::vector<uint8_t> v(bytes);
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   for (size_t block = 0; block + 144 <= bytes; block += 144) {
-    v[block + 0] = 0x00, v[block + 1] = 0x14;  // f16 2^-10, little-endian
-    v[block + 2] = 0x00, v[block + 3] = 0x14;
+    uint8_t* b = &v[block];
+    b[0] = 0x00, b[1] = 0x0c;  // d: f16 2^-12, little-endian
+    b[2] = 0x80, b[3] = 0x17;  // dmin: f16 7.5 * 2^-12
+    uint8_t* scales = b + 4;
+    for (int j = 0; j < 4; ++j) scales[j + 4] = scales[j];
+    for (int j = 8; j < 12; ++j) scales[j] = static_cast<uint8_t>((scales[j] & 0x0f) * 0x11);
   }
   return v;
 }
@@ -228,10 +240,12 @@ int main(int argc, char** argv) {
   std::vector<float> out(static_cast<size_t>(kEmbd) * tokens);
   ggml_backend_tensor_get(cur, out.data(), 0, ggml_nbytes(cur));
   size_t finite = std::count_if(out.begin(), out.end(), [](float f) { return std::isfinite(f); });
+  float peak = 0.f;
+  for (float f : out) peak = std::isfinite(f) ? std::max(peak, std::fabs(f)) : peak;
   // The blocks' spread says whether a slow run was slow throughout (the process's or the host's
   // state while it ran) or in a burst (one block).
-  printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite; blocks %.2f-%.2f us/layer)\n",
-         layers, tokens, dense ? "dense" : separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size(),
+  printf("moe_layer: %d layers, %d tokens, ids %s, %d graph nodes: %.2f us/step, %.2f us/layer (%zu of %zu outputs finite, max |x| %.3g; blocks %.2f-%.2f us/layer)\n",
+         layers, tokens, dense ? "dense" : separate ? "separate" : "shared", ggml_graph_n_nodes(gf), us, us / layers, finite, out.size(), peak,
          per_step.front() / layers, per_step.back() / layers);
   ggml_gallocr_free(galloc);
   ggml_free(gctx);

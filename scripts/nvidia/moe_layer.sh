@@ -105,6 +105,14 @@ for (tokens, ids), by in sorted(us.items()):
     rows.append((label, paired, sorted(pairs)))
     if repeats > 1:  # the same over every run, not the fastest: what the statistic changed
         print("%-28s every run's median: %s" % ("", " ".join("%s %.2f" % (c, statistics.median(v)) for c, v in sorted(every[(tokens, ids)].items()))))
+# Every run's outputs finite: a step whose activations overflowed (2026-12-08: every output of
+# the 512-token runs, until the weights were made zero-mean) routed on NaN logits, not as a
+# model does, and its MUL_MAT_IDs did other work.
+for (tokens, ids) in sorted(every):
+    runs = [l for l in open(os.path.join(work, "results")) if re.match(r"\d+ %d %s " % (tokens, ids), l)]
+    bad = [l.split()[3] for l in runs if not re.search(r"\((\d+) of \1 outputs finite", l)]
+    check(runs and not bad, "%d tokens, ids %s: %d of %d runs with every output finite%s" % (
+        tokens, ids, len(runs) - len(bad), len(runs), " (not in: %s)" % " ".join(sorted(set(bad))) if bad else ""))
 for label, paired, pairs in rows:
     if paired == paired:
         check(paired <= 2.0, "%s: hook %+.2f %% of cupti per layer, median of the rounds' pairs %s (target <= +2 %%)" % (label, paired, " ".join("%+.1f" % p for p in pairs)))
@@ -121,5 +129,15 @@ for cfg, want in (("hook", "analytic"), ("hook_exact", "exact")):
         good = [r for r in rs if r.get("moe_accounting") == want and (want == "analytic" or r.get("tokens_per_expert"))]
         check(len(rs) in (2 * layers * ran, 3 * layers * ran) and len(good) == len(rs),
               "%s: %d MUL_MAT_ID rows (%.2f per layer and step), %d %s" % (os.path.basename(path), len(rs), len(rs) / (layers * ran), len(good), want))
+# At 1 token top-k picks distinct experts: the shapes' count (analytic) is exact, and the exact
+# mode's read-back must agree row for row.
+def experts(cfg):
+    path = os.path.join(work, "%s.1.shared.1.json" % cfg)
+    if not os.path.exists(path):
+        return None
+    return sorted({r.get("experts_used") for r in json.load(open(path))["rows"] if r.get("ggml_op") == "MUL_MAT_ID"})
+a, e = experts("hook"), experts("hook_exact")
+if a is not None and e is not None:
+    check(a and a == e, "1 token: experts_used analytic %s, exact %s (the same: top-k picks distinct experts)" % (a, e))
 print("moe_layer: %d passed, %d failed" % (passed, failed))
 PY
