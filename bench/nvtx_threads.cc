@@ -15,6 +15,8 @@
 // BENCH_REGISTERED=1: the pairs are XLA's instead (nvtxDomainRangePushEx with a registered
 // string on the "TSL" domain, then nvtxDomainRangePop), as JAX's thunks push them.
 //
+// BENCH_SESSION_PER_ROUND=1 (ours): a session per round, whose chunks the next round reuses
+// (RestartOurSession); by default one session records every round into fresh memory.
 // Each thread runs BENCH_PAIRS nvtxRangePushA + nvtxRangePop pairs (default 1,000,000) after a
 // barrier; a round's time is the slowest thread's; best of BENCH_ROUNDS (default 3). Prints one
 // line per thread count: `<mode> threads=<n> ns_per_pair=<x> mranges_per_s=<y>`.
@@ -105,6 +107,11 @@ bool StartCuptiMarkers() {
 }
 
 // ---- ours ----
+int (*g_start)(const roctx_utils_session_options*) = nullptr;
+int (*g_stop)(roctx_utils_snapshot**) = nullptr;
+void (*g_free)(roctx_utils_snapshot*) = nullptr;
+roctx_utils_session_options g_options{};
+
 bool StartOurSession() {
   nvtxRangePushA("warm-up");  // loads the injection
   nvtxRangePop();
@@ -120,7 +127,23 @@ bool StartOurSession() {
   o.struct_size = sizeof(o);
   o.mode = ROCTX_UTILS_CAPTURE_IN_PROCESS;
   o.max_events_per_thread = 1u << 26;
+  g_start = start;
+  g_stop = reinterpret_cast<int (*)(roctx_utils_snapshot**)>(dlsym(lib, "roctx_utils_session_stop"));
+  g_free = reinterpret_cast<void (*)(roctx_utils_snapshot*)>(dlsym(lib, "roctx_utils_snapshot_free"));
+  g_options = o;
   return start(&o) == ROCTX_UTILS_OK;
+}
+
+// BENCH_SESSION_PER_ROUND=1: a new session for every round, as bench/side_by_side.cc's
+// roctx_utils modes have one per benchmark run. A stopped session's chunks go to the
+// collector's pool (up to 256 MiB), so the next round records into memory already faulted in;
+// by default one session records every round, into fresh memory, as a program's one session
+// does (`roctx record`), and the page faults of the growing buffers are paid (issue 44).
+void RestartOurSession() {
+  roctx_utils_snapshot* s = nullptr;
+  if (g_stop == nullptr || g_free == nullptr || g_stop(&s) != ROCTX_UTILS_OK) return;
+  g_free(s);
+  if (g_start(&g_options) != ROCTX_UTILS_OK) std::fprintf(stderr, "the session did not start again\n");
 }
 
 // XLA's way (BENCH_REGISTERED=1): a registered title on XLA's domain.
@@ -182,9 +205,14 @@ int main(int argc, char** argv) {
   if (mode == "ours" && !StartOurSession()) return 1;
   const char* registered = std::getenv("BENCH_REGISTERED");
   if (registered != nullptr && std::strcmp(registered, "1") == 0) SetUpRegistered();
+  const char* per_round = std::getenv("BENCH_SESSION_PER_ROUND");
+  const bool restart = mode == "ours" && per_round != nullptr && std::strcmp(per_round, "1") == 0;
   for (int threads = 1; threads <= max_threads; threads *= 2) {
     double best = 1e300;
-    for (int r = 0; r < rounds; ++r) best = std::min(best, Round(threads, pairs, mode == "floor"));
+    for (int r = 0; r < rounds; ++r) {
+      best = std::min(best, Round(threads, pairs, mode == "floor"));
+      if (restart) RestartOurSession();
+    }
     const double ns = best / static_cast<double>(pairs);
     std::printf("%s threads=%d ns_per_pair=%.1f mranges_per_s=%.2f\n", mode.c_str(), threads, ns,
                 threads * 1e3 / ns);
