@@ -2,7 +2,8 @@
 # Issue 21's benchmark: an NVTX range (nvtxRangePushA + nvtxRangePop) on 1..16 threads through
 # NVIDIA's own NVTX3 loader (bench/nvtx_threads.cc), in one run, each configuration its own
 # process: the floor (no NVTX), CUPTI's own NVTX capture (NVTX_INJECTION64_PATH = libcupti,
-# MARKER activity on), ours with kernels off, ours with kernels traced (the default).
+# MARKER activity on), ours with kernels off (one session: fresh memory; and a session per round,
+# reusing the chunks, as side_by_side's linked rows do), ours with kernels traced (the default).
 #
 #   bash scripts/bench_nvtx_threads.sh --build-only DIR   build here; DIR gets the binaries
 #   BENCH_BIN=DIR CUPTI=/path/libcupti.so.13 bash scripts/bench_nvtx_threads.sh
@@ -39,5 +40,8 @@ if [ -n "${CUPTI:-}" ]; then
   env NVTX_INJECTION64_PATH="$CUPTI" BENCH_CUPTI="$CUPTI" "$BIN/nvtx_threads" cupti
 fi
 "${ours[@]}" ROCTX_UTILS_KERNELS=0 "$BIN/nvtx_threads" ours | sed 's/^ours/ours_kernels_off/'
+# The same with a session per round, whose chunks the next round reuses: how side_by_side's
+# linked rows run (a session per benchmark run), so the two paths compare on the same memory.
+"${ours[@]}" ROCTX_UTILS_KERNELS=0 BENCH_SESSION_PER_ROUND=1 "$BIN/nvtx_threads" ours | sed 's/^ours/ours_kernels_off_reused/'
 "${ours[@]}" ROCTX_UTILS_CUPTI_LIBRARY="${CUPTI:-$BIN/libfake_cupti.so}" "$BIN/nvtx_threads" ours |
   sed "s/^ours/ours_kernels_traced${CUPTI:+_real_cupti}/"
