@@ -8,6 +8,7 @@
 #   python3 -m pip wheel --no-deps -w .devbin ./python         # the Python package, for `python`
 #   bash scripts/release.sh .devbin                             # the release tarball, for `record`
 #   bash scripts/nvidia/build_ggml_cuda.sh /path/to/ggml   # .devbin/ggml: llama.cpp's ggml-cuda, sm_90a
+#   (or scripts/nvidia/overhead_kit.sh /path/to/ggml: the same plus issue 42's kit, ggml packed)
 #   # then, on the device, with .devbin carried:  bash scripts/validate_nvidia.sh .devbin [jax torch llama]
 #
 # Prints a table per comparison (check, reference, ours, verdict) and ends with
@@ -25,6 +26,8 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
+# scripts/nvidia/overhead_kit.sh carries ggml/ xz-packed.
+if [ ! -d "$BIN/ggml" ] && ls "$BIN"/pack/ggml.tar.xz.* >/dev/null 2>&1; then cat "$BIN"/pack/ggml.tar.xz.* | tar -xJ -C "$BIN"; fi
 SECTIONS=" ${*:-jax defaults inside record python overhead names torch llama xprof} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}
