@@ -4,13 +4,28 @@
 #define ROCTX_UTILS_BENCH_CAPTURE_SESSION_H_
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "benchmark/benchmark.h"
 #include "roctx_utils/roctx_utils.h"
 
 namespace roctx_utils_bench {
 
+// BENCH_ONE_SESSION=1: one session for the whole process, never stopped, so that every run
+// records into fresh memory as a program's one session does (`roctx record`). By default each
+// benchmark run has its own session, and from the second run on it records into the chunks
+// that the stopped sessions left in the collector's pool (up to 256 MiB), already faulted in
+// (issue 44: BENCHMARKS.md, "Fresh memory against reused chunks").
+inline bool OneSession() {
+  const char* v = std::getenv("BENCH_ONE_SESSION");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 inline void StartSession(const benchmark::State&) {
+  static bool started = false;
+  if (OneSession() && started) return;
+  started = true;
   roctx_utils_session_options o{};
   o.struct_size = sizeof(o);
   o.max_events_per_thread = 1 << 24;  // larger than any run, so nothing is dropped
@@ -18,6 +33,7 @@ inline void StartSession(const benchmark::State&) {
 }
 
 inline void StopSession(const benchmark::State&) {
+  if (OneSession()) return;
   roctx_utils_snapshot* s = nullptr;
   if (roctx_utils_session_stop(&s) != ROCTX_UTILS_OK) return;
   roctx_utils_capture_stats st{sizeof(roctx_utils_capture_stats)};

@@ -64,16 +64,23 @@ raw=bench/results/${date}_side_by_side_${tag}.json
 mkdir -p bench/results "${OUT:-bench/results}"
 
 # In-process capture with no roctx library: the figure is the capture alone. No NVTX tool.
+# One session for the whole run (BENCH_ONE_SESSION=1, bench/capture_session.h), so the linked
+# rows record into fresh memory as a program's one session does, like the injection's default
+# row; BENCH_ONE_SESSION=0 gives each run its own session, reusing the pool's chunks (the tables
+# before 2026-12-08). One session keeps every range of the run: about 9 GiB at 16 threads.
+sessions=${BENCH_ONE_SESSION:-1}
+case $sessions in 0 | 1) ;; *) echo "bench.sh: BENCH_ONE_SESSION must be 0 or 1, not '$sessions'" >&2; exit 2 ;; esac
 # (Google Benchmark splits --benchmark_context values at commas.)
 machine=${machine//,/;} cpu=${cpu//,/;}
 env -u NVTX_INJECTION64_PATH XLA_ROCM_ENABLE_ROCTX=1 ROCTX_UTILS_CAPTURE=self ROCTX_UTILS_LOG=off \
   LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   ROCTX_UTILS_ROCTX_LIBRARY=/nonexistent/none.so ROCM_PATH=/nonexistent \
-  BENCH_TRACY_LIB="$([ -f "$BIN/libbench_tracy.so" ] && echo "$BIN/libbench_tracy.so")" \
+  BENCH_TRACY_LIB="$([ -f "$BIN/libbench_tracy.so" ] && echo "$BIN/libbench_tracy.so")" BENCH_ONE_SESSION="$sessions" \
   "$BIN/side_by_side" --benchmark_format=json --benchmark_out_format=json --benchmark_out="$raw.tmp" \
   --benchmark_context=machine="$machine" --benchmark_context=machine_tag="$tag" \
   --benchmark_context=cpu="$cpu" --benchmark_context=compilers="$compilers" \
   --benchmark_context=commit="$commit" --benchmark_context=pairs="${BENCH_PAIRS:-2000000}" \
+  --benchmark_context=sessions="$([ "$sessions" = 1 ] && echo one || echo per-run)" \
   --benchmark_context=command="scripts/bench.sh" >/dev/null
 mv "$raw.tmp" "$raw"
 

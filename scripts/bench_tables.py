@@ -130,9 +130,13 @@ def summary(side, nvtx, py, tag=None):
     else:
         lines.append("| Tracy v0.14 zone | %s |" % " | ".join(["not built (scripts/bench_tracy.sh)"] + [""] * len(threads)))
     row("NVTX3 with no tool attached", by(per_thread, "nvtx3_no_tool"))
-    row("ours, linked (`//:roctx_utils_impl` RangePush/RangePop)", by(per_thread, "roctx_utils"), floor)
+    # bench.sh's context says how the linked rows' sessions ran (absent before 2026-12-08: a
+    # session per run, on the pool's reused chunks).
+    memory = {"one": "one session: fresh memory", "per-run": "a session per run: chunks reused"}.get(
+        ctx.get("sessions", "per-run"), ctx.get("sessions"))
+    row("ours, linked (`//:roctx_utils_impl` RangePush/RangePop; %s)" % memory, by(per_thread, "roctx_utils"), floor)
     if any(k[0] == "roctx_utils_registered" for k in per_thread):
-        row("ours, linked, a RegisterString title (XLA's thunks)", by(per_thread, "roctx_utils_registered"), floor)
+        row("ours, linked, a RegisterString title (XLA's thunks; %s)" % memory, by(per_thread, "roctx_utils_registered"), floor)
     if inj:
         ifloor = by(inj, "floor")
         row("floor of the NVTX benchmark (no NVTX call)", ifloor)
@@ -142,9 +146,9 @@ def summary(side, nvtx, py, tag=None):
             lines.append("| NVTX into CUPTI's own NVTX capture | %s |" % " | ".join(["no CUPTI here"] + [""] * len(threads)))
         row("ours, NVTX injection, kernels off (one session: fresh memory, as a program records)", by(inj, "ours_kernels_off"), ifloor)
         if any(k[0] == "ours_kernels_off_reused" for k in inj):
-            # side_by_side's linked rows start a session per benchmark run, so after the first
-            # run they record into the pool's chunks, faulted in already: this row is their like.
-            row("ours, NVTX injection, kernels off, a session per round (chunks reused, as the linked rows)", by(inj, "ours_kernels_off_reused"), ifloor)
+            # The like of side_by_side's linked rows with BENCH_ONE_SESSION=0 (a session per
+            # run, which from the second run on records into the pool's chunks, faulted in).
+            row("ours, NVTX injection, kernels off, a session per round (chunks reused)", by(inj, "ours_kernels_off_reused"), ifloor)
         traced = [k[0] for k in inj if k[0].startswith("ours_kernels_traced")]
         if traced:
             real = traced[0].endswith("real_cupti")
