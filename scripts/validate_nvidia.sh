@@ -26,8 +26,8 @@
 set -uo pipefail
 BIN=$(cd "${1:-.devbin}" && pwd)
 shift || true
-# scripts/nvidia/overhead_kit.sh carries ggml/ xz-packed.
-if [ ! -d "$BIN/ggml" ] && ls "$BIN"/pack/ggml.tar.xz.* >/dev/null 2>&1; then cat "$BIN"/pack/ggml.tar.xz.* | tar -xJ -C "$BIN"; fi
+# scripts/nvidia/overhead_kit.sh carries ggml/ xz-packed: unpacked here.
+. "$(dirname "${BASH_SOURCE[0]}")/nvidia/overhead_env.sh"
 SECTIONS=" ${*:-jax defaults inside record python overhead names torch llama xprof} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 OUTDIR=${OUT:-$PWD/validate_out}

@@ -72,9 +72,12 @@ import glob, json, os, re, statistics, sys
 work, layers, steps, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 by_round = {}  # (tokens, ids) -> round -> config -> us per layer (the fastest of the round's runs)
 every = {}  # (tokens, ids) -> config -> every run's us per layer
+nonfinite = {}  # (tokens, ids) -> [the configuration of each run with a non-finite output]
 for line in open(os.path.join(work, "results")):
     m = re.match(r"(\d+) (\d+) (\w+) (\w+) .*?([\d.]+) us/layer", line)
     if m:
+        if not re.search(r"\((\d+) of \1 outputs finite", line):
+            nonfinite.setdefault((int(m.group(2)), m.group(3)), []).append(m.group(4))
         r = by_round.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(int(m.group(1)), {})
         r[m.group(4)] = min(r.get(m.group(4), float("inf")), float(m.group(5)))
         every.setdefault((int(m.group(2)), m.group(3)), {}).setdefault(m.group(4), []).append(float(m.group(5)))
@@ -108,11 +111,10 @@ for (tokens, ids), by in sorted(us.items()):
 # Every run's outputs finite: a step whose activations overflowed (2026-12-08: every output of
 # the 512-token runs, until the weights were made zero-mean) routed on NaN logits, not as a
 # model does, and its MUL_MAT_IDs did other work.
-for (tokens, ids) in sorted(every):
-    runs = [l for l in open(os.path.join(work, "results")) if re.match(r"\d+ %d %s " % (tokens, ids), l)]
-    bad = [l.split()[3] for l in runs if not re.search(r"\((\d+) of \1 outputs finite", l)]
-    check(runs and not bad, "%d tokens, ids %s: %d of %d runs with every output finite%s" % (
-        tokens, ids, len(runs) - len(bad), len(runs), " (not in: %s)" % " ".join(sorted(set(bad))) if bad else ""))
+for (tokens, ids), by_cfg in sorted(every.items()):
+    runs, bad = sum(map(len, by_cfg.values())), nonfinite.get((tokens, ids), [])
+    check(not bad, "%d tokens, ids %s: %d of %d runs with every output finite%s" % (
+        tokens, ids, runs - len(bad), runs, " (not in: %s)" % " ".join(sorted(set(bad))) if bad else ""))
 for label, paired, pairs in rows:
     if paired == paired:
         check(paired <= 2.0, "%s: hook %+.2f %% of cupti per layer, median of the rounds' pairs %s (target <= +2 %%)" % (label, paired, " ".join("%+.1f" % p for p in pairs)))

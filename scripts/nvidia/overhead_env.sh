@@ -1,6 +1,8 @@
-# Sourced by scripts/nvidia/llama_overhead.sh and moe_layer.sh: what each configuration of an
-# overhead measurement runs with, so both scripts mean the same by `none`, `cupti` and `hook`.
-# The caller sets BIN (ggml/, the library, libcupti_only.so) before sourcing.
+# Sourced by scripts/nvidia/llama_overhead.sh, moe_layer.sh, overhead_run.sh and
+# validate_nvidia.sh: what each configuration of an overhead measurement runs with, so the
+# scripts mean the same by `none`, `cupti` and `hook`.
+# The caller sets BIN (ggml/, the library, libcupti_only.so) before sourcing; a packed ggml/ is
+# unpacked then (unpack_ggml).
 #
 #   defaults  no hook, ggml's own defaults (CUDA graphs and PDL as ggml decides)
 #   none      no hook, graphs and PDL off, as the hook sets them
@@ -18,6 +20,13 @@
 
 # The CUDA 13 libraries of the device's wheels (CUPTI among them); empty without them (ROCm).
 NVLIB=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))' 2>/dev/null || true)
+
+# The kit's ggml/, which scripts/nvidia/overhead_kit.sh carries xz-packed (the device's copy of
+# a working tree is limited to 64 MiB): unpacked into BIN where it is not there yet.
+unpack_ggml() { # unpack_ggml BIN
+  if [ ! -d "$1/ggml" ] && ls "$1"/pack/ggml.tar.xz.* >/dev/null 2>&1; then cat "$1"/pack/ggml.tar.xz.* | tar -xJ -C "$1"; fi
+}
+unpack_ggml "$BIN"
 
 # Whether the `cupti` configuration can run here.
 cupti_only_available() { [ -f "$BIN/libcupti_only.so" ] && [ -n "$NVLIB" ]; }

@@ -18,10 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$(cd "${1:-$ROOT/.devbin}" && pwd)
 OUTDIR=${OUT:-$PWD/overhead_out}
 mkdir -p "$OUTDIR"
-# The kit carries ggml xz-packed (the device's copy of a working tree is limited to 64 MiB).
-if [ ! -x "$BIN/ggml/test-backend-ops" ] && ls "$BIN"/pack/ggml.tar.xz.* >/dev/null 2>&1; then
-  cat "$BIN"/pack/ggml.tar.xz.* | tar -xJ -C "$BIN"
-fi
+. "$ROOT/scripts/nvidia/overhead_env.sh" # unpacks the kit's ggml/
 if [ ! -x "$BIN/ggml/test-backend-ops" ] || [ ! -x "$BIN/moe_layer" ]; then
   echo "overhead_run.sh: $BIN has no ggml/test-backend-ops or moe_layer (scripts/nvidia/overhead_kit.sh builds them)" >&2
   exit 2
